@@ -1,0 +1,280 @@
+package core
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Format names how the model writes tool calls; it selects the parser.
+type Format string
+
+// The tool-call formats. FormatAuto tries native calls first, then the text
+// formats in the order given by autoOrder.
+const (
+	FormatNative  Format = "native"
+	FormatXML     Format = "xml"
+	FormatJSON    Format = "json"
+	FormatFenced  Format = "fenced"
+	FormatStrict  Format = "strict"
+	FormatHelpers Format = "helpers"
+	FormatAuto    Format = "auto"
+)
+
+// ToolMode says who executes a tool.
+type ToolMode string
+
+// Tool modes. Internal and MCP tools are run by the shell inside one turn;
+// external tools pause the run until the caller supplies their results.
+const (
+	ModeInternal ToolMode = "internal"
+	ModeExternal ToolMode = "external"
+	ModeMCP      ToolMode = "mcp"
+)
+
+// Config is an agent: plain, serializable data. The zero value of a limit
+// means "use the default" (see DefaultLimits).
+type Config struct {
+	Name         string   `json:"name"`
+	SystemPrompt string   `json:"system_prompt,omitempty"`
+	Models       Models   `json:"models"`
+	Format       Format   `json:"format,omitempty"`
+	Tools        []Tool   `json:"tools,omitempty"`
+	Memory       Memory   `json:"memory"`
+	Limits       Limits   `json:"limits"`
+	Policy       Policy   `json:"policy"`
+	StuckPhrases []string `json:"stuck_phrases,omitempty"`
+}
+
+// Models names the model roles. Helper is optional; without it the agent
+// never escalates.
+type Models struct {
+	Primary string `json:"primary"`
+	Helper  string `json:"helper,omitempty"`
+}
+
+// Tool is one tool the model may call.
+type Tool struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	// Parameters is the JSON Schema of the arguments (an object schema).
+	Parameters json.RawMessage `json:"parameters,omitempty"`
+	Mode       ToolMode        `json:"mode,omitempty"`
+	// Idempotent tools are re-run after a crash left their outcome unknown.
+	Idempotent bool `json:"idempotent,omitempty"`
+	// MaxResultBytes caps the output the model sees (0: Limits.ToolResultBytes).
+	MaxResultBytes int `json:"max_result_bytes,omitempty"`
+}
+
+// Memory enables the memory built-ins.
+type Memory struct {
+	// Tools adds memory_search, memory_create and memory_traverse.
+	Tools bool `json:"tools,omitempty"`
+	// Recall searches memory for the user's input before the first model call.
+	Recall bool `json:"recall,omitempty"`
+	// RecallLimit is how many hits recall asks for (0: 5).
+	RecallLimit int `json:"recall_limit,omitempty"`
+	// Namespace scopes memory (empty: the agent's name).
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// Limits bound a run. Zero means the default.
+type Limits struct {
+	MaxSteps        int `json:"max_steps,omitempty"`
+	MaxCallsPerTurn int `json:"max_calls_per_turn,omitempty"`
+	MaxRepeats      int `json:"max_repeats,omitempty"`
+	MaxCorrections  int `json:"max_corrections,omitempty"`
+	MaxEscalations  int `json:"max_escalations,omitempty"`
+	ToolResultBytes int `json:"tool_result_bytes,omitempty"`
+	MaxStateBytes   int `json:"max_state_bytes,omitempty"`
+}
+
+// Policy holds the behavioural switches.
+type Policy struct {
+	// Parallel lets the shell run one turn's internal calls concurrently.
+	Parallel bool `json:"parallel,omitempty"`
+	// StopOnError skips the rest of a turn's calls after the first failure.
+	StopOnError bool `json:"stop_on_error,omitempty"`
+	// RejectUnknownArgs makes unknown arguments an error instead of dropping them.
+	RejectUnknownArgs bool `json:"reject_unknown_args,omitempty"`
+	// NoCorrections is true when MaxCorrections is meant to be zero.
+	NoCorrections bool `json:"no_corrections,omitempty"`
+}
+
+// DefaultLimits are the limits used where a Config leaves one at zero.
+var DefaultLimits = Limits{
+	MaxSteps:        100,
+	MaxCallsPerTurn: 16,
+	MaxRepeats:      3,
+	MaxCorrections:  1,
+	MaxEscalations:  1,
+	ToolResultBytes: 16 << 10,
+	MaxStateBytes:   8 << 20,
+}
+
+// DefaultStuckPhrases mark a primary reply as stuck (matched case-insensitively).
+var DefaultStuckPhrases = []string{
+	"i'm stuck",
+	"i am stuck",
+	"i don't know how to proceed",
+	"i do not know how to proceed",
+	"i cannot proceed",
+}
+
+// DefaultConfig returns a usable agent with the native format and default limits.
+func DefaultConfig() Config {
+	return Config{Name: "agent", Models: Models{Primary: "default"}, Format: FormatNative, Limits: DefaultLimits}
+}
+
+// ErrInvalidConfig wraps every configuration error returned by Start.
+var ErrInvalidConfig = errors.New("invalid config")
+
+func (c Config) validate() error {
+	var errs []string
+	if strings.TrimSpace(c.Name) == "" {
+		errs = append(errs, "name is empty")
+	}
+	if c.Models.Primary == "" {
+		errs = append(errs, "models.primary is empty")
+	}
+	switch c.format() {
+	case FormatNative, FormatXML, FormatJSON, FormatFenced, FormatStrict, FormatHelpers, FormatAuto:
+	default:
+		errs = append(errs, fmt.Sprintf("format %q is not one of native, xml, json, fenced, strict, helpers, auto", c.Format))
+	}
+	for _, l := range []struct {
+		name string
+		v    int
+	}{
+		{"max_steps", c.Limits.MaxSteps}, {"max_calls_per_turn", c.Limits.MaxCallsPerTurn},
+		{"max_repeats", c.Limits.MaxRepeats}, {"max_corrections", c.Limits.MaxCorrections},
+		{"max_escalations", c.Limits.MaxEscalations}, {"tool_result_bytes", c.Limits.ToolResultBytes},
+		{"max_state_bytes", c.Limits.MaxStateBytes},
+	} {
+		if l.v < 0 {
+			errs = append(errs, fmt.Sprintf("limits.%s is negative", l.name))
+		}
+	}
+	seen := map[string]bool{}
+	for i, t := range c.tools() {
+		where := fmt.Sprintf("tools[%d] %q", i, t.Name)
+		switch {
+		case !validToolName(t.Name):
+			errs = append(errs, where+": name must be 1-64 letters, digits, '_', '-' or '.'")
+		case seen[t.Name]:
+			errs = append(errs, where+": duplicate tool name")
+		}
+		seen[t.Name] = true
+		switch t.mode() {
+		case ModeInternal, ModeExternal, ModeMCP:
+		default:
+			errs = append(errs, fmt.Sprintf("%s: mode %q is not one of internal, external, mcp", where, t.Mode))
+		}
+		if t.MaxResultBytes < 0 {
+			errs = append(errs, where+": max_result_bytes is negative")
+		}
+		if err := checkSchema(t.Parameters); err != nil {
+			errs = append(errs, fmt.Sprintf("%s: parameters: %v", where, err))
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", ErrInvalidConfig, strings.Join(errs, "; "))
+}
+
+// Validate reports whether the config is usable, naming every problem.
+func (c Config) Validate() error { return c.validate() }
+
+func validToolName(s string) bool {
+	if len(s) == 0 || len(s) > 64 {
+		return false
+	}
+	for _, r := range s {
+		ok := r == '_' || r == '-' || r == '.' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9')
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func (c Config) format() Format {
+	if c.Format == "" {
+		return FormatNative
+	}
+	return c.Format
+}
+
+func (t Tool) mode() ToolMode {
+	if t.Mode == "" {
+		return ModeInternal
+	}
+	return t.Mode
+}
+
+func pick(v, def int) int {
+	if v > 0 {
+		return v
+	}
+	return def
+}
+
+func (c Config) maxSteps() int { return pick(c.Limits.MaxSteps, DefaultLimits.MaxSteps) }
+func (c Config) maxCallsPerTurn() int {
+	return pick(c.Limits.MaxCallsPerTurn, DefaultLimits.MaxCallsPerTurn)
+}
+func (c Config) maxRepeats() int { return pick(c.Limits.MaxRepeats, DefaultLimits.MaxRepeats) }
+func (c Config) maxEscalations() int {
+	return pick(c.Limits.MaxEscalations, DefaultLimits.MaxEscalations)
+}
+func (c Config) maxStateBytes() int { return pick(c.Limits.MaxStateBytes, DefaultLimits.MaxStateBytes) }
+func (c Config) recallLimit() int   { return pick(c.Memory.RecallLimit, 5) }
+
+func (c Config) maxCorrections() int {
+	if c.Policy.NoCorrections {
+		return 0
+	}
+	return pick(c.Limits.MaxCorrections, DefaultLimits.MaxCorrections)
+}
+
+func (c Config) resultCap(t Tool) int {
+	return pick(t.MaxResultBytes, pick(c.Limits.ToolResultBytes, DefaultLimits.ToolResultBytes))
+}
+
+func (c Config) namespace() string {
+	if c.Memory.Namespace != "" {
+		return c.Memory.Namespace
+	}
+	return c.Name
+}
+
+func (c Config) stuckPhrases() []string {
+	if len(c.StuckPhrases) > 0 {
+		return c.StuckPhrases
+	}
+	return DefaultStuckPhrases
+}
+
+// tools is the agent's tool list including enabled built-ins, in a fixed order.
+func (c Config) tools() []Tool {
+	if !c.Memory.Tools {
+		return c.Tools
+	}
+	out := make([]Tool, 0, len(c.Tools)+3)
+	out = append(out, c.Tools...)
+	return append(out, memoryTools...)
+}
+
+// ToolList returns the tools the model sees (configured plus enabled built-ins).
+func (c Config) ToolList() []Tool { return c.tools() }
+
+func (c Config) tool(name string) (Tool, bool) {
+	for _, t := range c.tools() {
+		if t.Name == name {
+			return t, true
+		}
+	}
+	return Tool{}, false
+}

@@ -1,0 +1,203 @@
+package core
+
+import (
+	"fmt"
+	"strings"
+)
+
+// describeWidth is how many bytes of free text a one-line description keeps.
+const describeWidth = 120
+
+// DescribeAction renders an action as deterministic text for golden files,
+// logs and the CLI.
+func DescribeAction(a Action) string {
+	switch a := a.(type) {
+	case Complete:
+		s := "complete " + quote(a.Answer)
+		if len(a.ToolsUsed) > 0 {
+			s += " tools_used=" + strings.Join(a.ToolsUsed, ",")
+		}
+		if len(a.Sources) > 0 {
+			s += " sources=" + strings.Join(a.Sources, ",")
+		}
+		return s
+	case Fail:
+		return fmt.Sprintf("fail %s: %s", a.Code, a.Reason)
+	case RequestModelCall:
+		s := fmt.Sprintf("model %s messages=%d", a.Role, len(a.Messages))
+		if len(a.Tools) > 0 {
+			s += fmt.Sprintf(" tools=%d", len(a.Tools))
+		}
+		if n := len(a.Messages); n > 0 {
+			s += " last=" + DescribeMessage(a.Messages[n-1])
+		}
+		return s
+	case RequestToolCalls:
+		s := "tools"
+		if a.Parallel {
+			s += " parallel"
+		}
+		if a.StopOnError {
+			s += " stop_on_error"
+		}
+		return s + " " + describeCalls(a.Calls)
+	case RequestExternalToolCalls:
+		return "external " + describeCalls(a.Calls)
+	case RequestMemorySearch:
+		if a.CallID == "" {
+			return fmt.Sprintf("recall ns=%s limit=%d %s", a.Namespace, a.Limit, quote(a.Query))
+		}
+		return fmt.Sprintf("memory_search %s ns=%s limit=%d %s", a.CallID, a.Namespace, a.Limit, quote(a.Query))
+	case RequestMemoryCreate:
+		names := make([]string, len(a.Entities))
+		for i, e := range a.Entities {
+			names[i] = e.Name
+		}
+		return fmt.Sprintf("memory_create %s ns=%s entities=[%s] relations=%d", a.CallID, a.Namespace, strings.Join(names, ","), len(a.Relations))
+	case RequestMemoryTraverse:
+		return fmt.Sprintf("memory_traverse %s ns=%s from=%s relation=%s depth=%d", a.CallID, a.Namespace, quote(a.From), quote(a.Relation), a.Depth)
+	case nil:
+		return "<nil>"
+	}
+	return fmt.Sprintf("unknown action %T", a)
+}
+
+// DescribeResult renders a result as deterministic text.
+func DescribeResult(r Result) string {
+	switch r := r.(type) {
+	case ModelReply:
+		if r.Error != "" {
+			return "reply error " + quote(r.Error)
+		}
+		s := "reply " + quote(r.Text)
+		for _, c := range r.Calls {
+			s += fmt.Sprintf(" call(%s %s %s)", c.ID, c.Name, clip(c.Arguments))
+		}
+		if r.FinishReason != "" {
+			s += " finish=" + r.FinishReason
+		}
+		if r.Usage != (Usage{}) {
+			s += fmt.Sprintf(" tokens=%d+%d", r.Usage.PromptTokens, r.Usage.CompletionTokens)
+		}
+		return s
+	case ToolResults:
+		parts := make([]string, len(r.Results))
+		for i, x := range r.Results {
+			parts[i] = describeToolResult(x)
+		}
+		return "results " + strings.Join(parts, "; ")
+	case MemoryHits:
+		if r.Error != "" {
+			return "hits error " + quote(r.Error)
+		}
+		names := make([]string, len(r.Hits))
+		for i, h := range r.Hits {
+			names[i] = h.Entity.Name
+		}
+		return fmt.Sprintf("hits [%s]", strings.Join(names, ","))
+	case MemoryCreated:
+		if r.Error != "" {
+			return "created error " + quote(r.Error)
+		}
+		return fmt.Sprintf("created [%s] relations=%d", strings.Join(r.Entities, ","), r.Relations)
+	case MemoryTraversed:
+		if r.Error != "" {
+			return "traversed error " + quote(r.Error)
+		}
+		return fmt.Sprintf("traversed entities=%d relations=%d", len(r.Entities), len(r.Relations))
+	case Cancelled:
+		return "cancelled " + quote(r.Reason)
+	case nil:
+		return "<nil>"
+	}
+	return fmt.Sprintf("unknown result %T", r)
+}
+
+// DescribeState renders the parts of a state that decide what comes next.
+func DescribeState(st State) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "phase=%s steps=%d model_calls=%d messages=%d", st.Phase, st.Counters.Steps, st.Counters.ModelCalls, len(st.Messages))
+	if st.Pending != nil {
+		fmt.Fprintf(&b, " pending=%s", st.Pending.Kind)
+		if st.Pending.Role != "" {
+			fmt.Fprintf(&b, "/%s", st.Pending.Role)
+		}
+		if len(st.Pending.CallIDs) > 0 {
+			fmt.Fprintf(&b, "[%s]", strings.Join(st.Pending.CallIDs, ","))
+		}
+	}
+	if st.Counters.Corrections > 0 {
+		fmt.Fprintf(&b, " corrections=%d", st.Counters.Corrections)
+	}
+	if st.Counters.Escalations > 0 {
+		fmt.Fprintf(&b, " escalations=%d", st.Counters.Escalations)
+	}
+	if len(st.ToolsUsed) > 0 {
+		fmt.Fprintf(&b, " tools_used=%s", strings.Join(st.ToolsUsed, ","))
+	}
+	if st.Failure != nil {
+		fmt.Fprintf(&b, " failure=%s", st.Failure.Code)
+	}
+	return b.String()
+}
+
+// DescribeMessage renders one message on one line.
+func DescribeMessage(m Message) string {
+	s := string(m.Role)
+	if m.CallID != "" {
+		s += "(" + m.CallID + ")"
+	}
+	s += ": " + quote(m.Content)
+	for _, c := range m.Calls {
+		s += fmt.Sprintf(" call(%s %s %s)", c.ID, c.Name, clip(string(c.Args)))
+	}
+	return s
+}
+
+func describeCalls(calls []ToolCall) string {
+	parts := make([]string, len(calls))
+	for i, c := range calls {
+		parts[i] = fmt.Sprintf("%s %s %s", c.ID, c.Name, clip(string(c.Args)))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func describeToolResult(r ToolResult) string {
+	if r.Failed() {
+		return r.CallID + " error " + quote(r.Error)
+	}
+	return r.CallID + " ok " + quote(r.Output)
+}
+
+func resultKind(r Result) string {
+	switch r.(type) {
+	case ModelReply:
+		return "a model reply"
+	case ToolResults:
+		return "tool results"
+	case MemoryHits:
+		return "memory hits"
+	case MemoryCreated:
+		return "memory created"
+	case MemoryTraversed:
+		return "memory traversed"
+	case Cancelled:
+		return "a cancellation"
+	case nil:
+		return "nothing"
+	}
+	return fmt.Sprintf("%T", r)
+}
+
+func clip(s string) string {
+	if len(s) <= describeWidth {
+		return s
+	}
+	cut := describeWidth
+	for cut > 0 && s[cut]&0xC0 == 0x80 {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf("…(+%d bytes)", len(s)-cut)
+}
+
+func quote(s string) string { return fmt.Sprintf("%q", clip(s)) }

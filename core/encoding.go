@@ -1,0 +1,248 @@
+package core
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/fxamacker/cbor/v2"
+)
+
+// Errors returned by the decoders.
+var (
+	// ErrCorrupt: the bytes are not a valid encoding of the value.
+	ErrCorrupt = errors.New("corrupt encoding")
+	// ErrNewerVersion: the state was written by a newer stepwise.
+	ErrNewerVersion = errors.New("state written by a newer version")
+)
+
+var (
+	encMode cbor.EncMode
+	decMode cbor.DecMode
+	// versionDec reads only the version, ignoring fields it does not know.
+	versionDec cbor.DecMode
+)
+
+func init() {
+	var err error
+	if encMode, err = cbor.CoreDetEncOptions().EncMode(); err != nil {
+		panic(err)
+	}
+	strict := cbor.DecOptions{
+		DupMapKey:         cbor.DupMapKeyEnforcedAPF,
+		ExtraReturnErrors: cbor.ExtraDecErrorUnknownField,
+		MaxArrayElements:  1 << 26,
+		MaxMapPairs:       1 << 26,
+		MaxNestedLevels:   64,
+		IndefLength:       cbor.IndefLengthForbidden,
+		UTF8:              cbor.UTF8RejectInvalid,
+	}
+	if decMode, err = strict.DecMode(); err != nil {
+		panic(err)
+	}
+	lenient := strict
+	lenient.ExtraReturnErrors = cbor.ExtraDecErrorNone
+	if versionDec, err = lenient.DecMode(); err != nil {
+		panic(err)
+	}
+}
+
+// EncodeState encodes a state with CBOR Core Deterministic Encoding: the same
+// state always gives the same bytes.
+func EncodeState(st State) ([]byte, error) {
+	return encMode.Marshal(st)
+}
+
+// DecodeState decodes a state written by EncodeState. It fails with
+// ErrNewerVersion for a state from a newer format and ErrCorrupt otherwise.
+func DecodeState(b []byte) (State, error) {
+	var v struct {
+		Version int `cbor:"1,keyasint"`
+	}
+	if err := versionDec.Unmarshal(b, &v); err != nil {
+		return State{}, fmt.Errorf("%w: state: %v", ErrCorrupt, err)
+	}
+	if v.Version > StateVersion {
+		return State{}, fmt.Errorf("%w: version %d, this build reads up to %d", ErrNewerVersion, v.Version, StateVersion)
+	}
+	var st State
+	if err := decMode.Unmarshal(b, &st); err != nil {
+		return State{}, fmt.Errorf("%w: state: %v", ErrCorrupt, err)
+	}
+	if err := checkState(st); err != nil {
+		return State{}, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	return st, nil
+}
+
+type envelope struct {
+	Kind string          `cbor:"1,keyasint"`
+	Body cbor.RawMessage `cbor:"2,keyasint"`
+}
+
+// ActionKind names an action's kind, as used in encodings and logs.
+func ActionKind(a Action) string {
+	switch a.(type) {
+	case Complete:
+		return "complete"
+	case Fail:
+		return "fail"
+	case RequestModelCall:
+		return "model"
+	case RequestToolCalls:
+		return "tools"
+	case RequestExternalToolCalls:
+		return "external"
+	case RequestMemorySearch:
+		return "memory_search"
+	case RequestMemoryCreate:
+		return "memory_create"
+	case RequestMemoryTraverse:
+		return "memory_traverse"
+	}
+	return ""
+}
+
+// EncodeAction encodes an action without its continuation state (which is
+// stored on its own). A RequestModelCall is stored without its messages,
+// which are the state's own; DecodeAction restores them from a state.
+func EncodeAction(a Action) ([]byte, error) {
+	kind := ActionKind(a)
+	if kind == "" {
+		return nil, fmt.Errorf("encode action: unknown action %T", a)
+	}
+	if m, ok := a.(RequestModelCall); ok && m.Role == Primary {
+		m.Messages = nil
+		a = m
+	}
+	body, err := encMode.Marshal(a)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s action: %w", kind, err)
+	}
+	return encMode.Marshal(envelope{Kind: kind, Body: body})
+}
+
+// DecodeAction decodes an action written by EncodeAction and attaches st as
+// its continuation state (for a primary model call, its messages too).
+func DecodeAction(b []byte, st State) (Action, error) {
+	var env envelope
+	if err := decMode.Unmarshal(b, &env); err != nil {
+		return nil, fmt.Errorf("%w: action: %v", ErrCorrupt, err)
+	}
+	var a Action
+	var err error
+	switch env.Kind {
+	case "complete":
+		a, err = decodeInto[Complete](env.Body, func(v *Complete) { v.State = st })
+	case "fail":
+		a, err = decodeInto[Fail](env.Body, func(v *Fail) { v.State = st })
+	case "model":
+		a, err = decodeInto[RequestModelCall](env.Body, func(v *RequestModelCall) {
+			v.State = st
+			if v.Role == Primary {
+				v.Messages = st.Messages
+			}
+		})
+	case "tools":
+		a, err = decodeInto[RequestToolCalls](env.Body, func(v *RequestToolCalls) { v.State = st })
+	case "external":
+		a, err = decodeInto[RequestExternalToolCalls](env.Body, func(v *RequestExternalToolCalls) { v.State = st })
+	case "memory_search":
+		a, err = decodeInto[RequestMemorySearch](env.Body, func(v *RequestMemorySearch) { v.State = st })
+	case "memory_create":
+		a, err = decodeInto[RequestMemoryCreate](env.Body, func(v *RequestMemoryCreate) { v.State = st })
+	case "memory_traverse":
+		a, err = decodeInto[RequestMemoryTraverse](env.Body, func(v *RequestMemoryTraverse) { v.State = st })
+	default:
+		return nil, fmt.Errorf("%w: unknown action kind %q", ErrCorrupt, env.Kind)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s action: %v", ErrCorrupt, env.Kind, err)
+	}
+	return a, nil
+}
+
+// ResultKind names a result's kind, as used in encodings and logs.
+func ResultKind(r Result) string {
+	switch r.(type) {
+	case ModelReply:
+		return "reply"
+	case ToolResults:
+		return "tool_results"
+	case MemoryHits:
+		return "memory_hits"
+	case MemoryCreated:
+		return "memory_created"
+	case MemoryTraversed:
+		return "memory_traversed"
+	case Cancelled:
+		return "cancelled"
+	}
+	return ""
+}
+
+// EncodeResult encodes a result deterministically.
+func EncodeResult(r Result) ([]byte, error) {
+	kind := ResultKind(r)
+	if kind == "" {
+		return nil, fmt.Errorf("encode result: unknown result %T", r)
+	}
+	body, err := encMode.Marshal(r)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s result: %w", kind, err)
+	}
+	return encMode.Marshal(envelope{Kind: kind, Body: body})
+}
+
+// DecodeResult decodes a result written by EncodeResult.
+func DecodeResult(b []byte) (Result, error) {
+	var env envelope
+	if err := decMode.Unmarshal(b, &env); err != nil {
+		return nil, fmt.Errorf("%w: result: %v", ErrCorrupt, err)
+	}
+	var r Result
+	var err error
+	switch env.Kind {
+	case "reply":
+		r, err = decodeInto[ModelReply](env.Body, nil)
+	case "tool_results":
+		r, err = decodeInto[ToolResults](env.Body, nil)
+	case "memory_hits":
+		r, err = decodeInto[MemoryHits](env.Body, nil)
+	case "memory_created":
+		r, err = decodeInto[MemoryCreated](env.Body, nil)
+	case "memory_traversed":
+		r, err = decodeInto[MemoryTraversed](env.Body, nil)
+	case "cancelled":
+		r, err = decodeInto[Cancelled](env.Body, nil)
+	default:
+		return nil, fmt.Errorf("%w: unknown result kind %q", ErrCorrupt, env.Kind)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s result: %v", ErrCorrupt, env.Kind, err)
+	}
+	return r, nil
+}
+
+func decodeInto[T any](b []byte, fill func(*T)) (T, error) {
+	var v T
+	if err := decMode.Unmarshal(b, &v); err != nil {
+		return v, err
+	}
+	if fill != nil {
+		fill(&v)
+	}
+	return v, nil
+}
+
+// ConfigHash identifies an agent config: a SHA-256 over its canonical JSON.
+func ConfigHash(cfg Config) string {
+	b, err := json.Marshal(cfg) // struct fields in declaration order: stable
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}

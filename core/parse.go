@@ -1,0 +1,65 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Parsed is a model reply split into its message text and its tool calls, in
+// the order the model wrote them. Arguments are still raw JSON text.
+type Parsed struct {
+	Text  string
+	Calls []NativeCall
+}
+
+// ErrParse wraps every error a parser returns; the message goes back to the
+// model as a correction.
+var ErrParse = errors.New("could not read the tool calls")
+
+// ParseError locates a problem in a reply. Offset is a byte offset into the
+// reply text; Line and Col are 1-based (0 when unknown).
+type ParseError struct {
+	Format    Format
+	Offset    int
+	Line, Col int
+	Msg       string
+}
+
+func (e *ParseError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s format, line %d column %d: %s", e.Format, e.Line, e.Col, e.Msg)
+	}
+	return fmt.Sprintf("%s format: %s", e.Format, e.Msg)
+}
+
+// Unwrap makes every ParseError match ErrParse.
+func (e *ParseError) Unwrap() error { return ErrParse }
+
+// Parse reads the tool calls out of a reply in format f. tools is the agent's
+// tool list; the helpers format needs it to map positional arguments. A reply
+// with no call parses to its text alone: a final answer.
+func Parse(f Format, r ModelReply, tools []Tool) (Parsed, error) {
+	switch f {
+	case FormatNative, "":
+		return parseNative(r), nil
+	case FormatXML:
+		return parseXML(r.Text)
+	case FormatJSON:
+		return parseJSON(r.Text)
+	case FormatFenced:
+		return parseFenced(r.Text)
+	case FormatStrict:
+		return parseStrict(r.Text)
+	case FormatHelpers:
+		return parseHelpers(r.Text, tools)
+	case FormatAuto:
+		return parseAuto(r, tools)
+	}
+	return Parsed{}, &ParseError{Format: f, Msg: "unknown format"}
+}
+
+// parseNative takes OpenAI-style structured calls as they are; their
+// arguments are checked by the validator.
+func parseNative(r ModelReply) Parsed {
+	return Parsed{Text: r.Text, Calls: r.Calls}
+}

@@ -1,0 +1,86 @@
+package core
+
+// Result is the outcome of a request, handed to Resume. It is a closed set:
+// ModelReply, ToolResults, MemoryHits, MemoryCreated, MemoryTraversed and
+// Cancelled.
+type Result interface{ isResult() }
+
+// ModelReply is what a model answered. Error is set when the provider gave up
+// (after its retries); the run then fails with FailModelError.
+type ModelReply struct {
+	Text         string       `cbor:"1,keyasint,omitempty" json:"text,omitempty"`
+	Calls        []NativeCall `cbor:"2,keyasint,omitempty" json:"tool_calls,omitempty"`
+	FinishReason string       `cbor:"3,keyasint,omitempty" json:"finish_reason,omitempty"`
+	Usage        Usage        `cbor:"4,keyasint,omitempty" json:"usage,omitzero"`
+	Error        string       `cbor:"5,keyasint,omitempty" json:"error,omitempty"`
+}
+
+// NativeCall is a structured tool call as the model sent it. Arguments is the
+// raw JSON text, which may be malformed.
+type NativeCall struct {
+	ID        string `cbor:"1,keyasint,omitempty" json:"id,omitempty"`
+	Name      string `cbor:"2,keyasint,omitempty" json:"name"`
+	Arguments string `cbor:"3,keyasint,omitempty" json:"arguments"`
+}
+
+// Usage is the token count of one model call.
+type Usage struct {
+	PromptTokens     int `cbor:"1,keyasint,omitempty" json:"prompt_tokens,omitempty"`
+	CompletionTokens int `cbor:"2,keyasint,omitempty" json:"completion_tokens,omitempty"`
+}
+
+// ToolResults answers a RequestToolCalls or RequestExternalToolCalls, in any order.
+type ToolResults struct {
+	Results []ToolResult `cbor:"1,keyasint" json:"results"`
+}
+
+// ToolResult is the outcome of one call: Output, or Error when it failed. A
+// failed call is data the model sees, not the end of the run.
+type ToolResult struct {
+	CallID string `cbor:"1,keyasint,omitempty" json:"tool_call_id"`
+	Output string `cbor:"2,keyasint,omitempty" json:"result,omitempty"`
+	Error  string `cbor:"3,keyasint,omitempty" json:"error,omitempty"`
+	// Sources are references the output came from (URLs, paths).
+	Sources []string `cbor:"4,keyasint,omitempty" json:"sources,omitempty"`
+}
+
+// Failed reports whether the call failed.
+func (r ToolResult) Failed() bool { return r.Error != "" }
+
+// MemoryHits answers a RequestMemorySearch, best first.
+type MemoryHits struct {
+	Hits  []MemoryHit `cbor:"1,keyasint,omitempty" json:"hits"`
+	Error string      `cbor:"2,keyasint,omitempty" json:"error,omitempty"`
+}
+
+// MemoryHit is one search hit.
+type MemoryHit struct {
+	Entity Entity  `cbor:"1,keyasint" json:"entity"`
+	Score  float64 `cbor:"2,keyasint,omitempty" json:"score,omitempty"`
+}
+
+// MemoryCreated answers a RequestMemoryCreate.
+type MemoryCreated struct {
+	Entities  []string `cbor:"1,keyasint,omitempty" json:"entities,omitempty"`
+	Relations int      `cbor:"2,keyasint,omitempty" json:"relations,omitempty"`
+	Error     string   `cbor:"3,keyasint,omitempty" json:"error,omitempty"`
+}
+
+// MemoryTraversed answers a RequestMemoryTraverse.
+type MemoryTraversed struct {
+	Entities  []Entity   `cbor:"1,keyasint,omitempty" json:"entities,omitempty"`
+	Relations []Relation `cbor:"2,keyasint,omitempty" json:"relations,omitempty"`
+	Error     string     `cbor:"3,keyasint,omitempty" json:"error,omitempty"`
+}
+
+// Cancelled ends the run at whatever request is pending.
+type Cancelled struct {
+	Reason string `cbor:"1,keyasint,omitempty" json:"reason,omitempty"`
+}
+
+func (ModelReply) isResult()      {}
+func (ToolResults) isResult()     {}
+func (MemoryHits) isResult()      {}
+func (MemoryCreated) isResult()   {}
+func (MemoryTraversed) isResult() {}
+func (Cancelled) isResult()       {}

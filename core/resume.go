@@ -1,0 +1,171 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Errors returned by Resume for a result that does not fit the pending
+// request. Resume leaves the state unchanged whenever it returns one.
+var (
+	ErrNothingPending  = errors.New("no request is pending")
+	ErrWrongResult     = errors.New("result does not match the pending request")
+	ErrUnknownCall     = errors.New("result for a call that is not pending")
+	ErrDuplicateResult = errors.New("more than one result for a call")
+	ErrMissingResults  = errors.New("results missing for pending calls")
+)
+
+// Resume folds the outcome of the pending request into the state. A result of
+// the wrong kind, for an unknown or repeated call id, or missing a required
+// call is refused with an error and the state is left as it was. Cancelled
+// ends the run whatever is pending.
+func Resume(cfg Config, st State, res Result) (State, error) {
+	if err := checkState(st); err != nil {
+		return st, err
+	}
+	if st.Pending == nil {
+		return st, fmt.Errorf("%w (phase %s)", ErrNothingPending, st.Phase)
+	}
+	if c, ok := res.(Cancelled); ok {
+		reason := "the run was cancelled"
+		if c.Reason != "" {
+			reason += ": " + c.Reason
+		}
+		return failed(st, FailCancelled, reason), nil
+	}
+	next, err := resume(cfg, st, res)
+	if err != nil {
+		return st, err
+	}
+	if !next.Done() && next.Counters.Bytes > cfg.maxStateBytes() {
+		next = failed(next, FailStateTooLarge, fmt.Sprintf("the conversation grew to about %d bytes, over the limit of %d", next.Counters.Bytes, cfg.maxStateBytes()))
+	}
+	return next, nil
+}
+
+func resume(cfg Config, st State, res Result) (State, error) {
+	p := st.Pending
+	switch p.Kind {
+	case PendingModel:
+		r, ok := res.(ModelReply)
+		if !ok {
+			return st, wrongKind(p, res)
+		}
+		st.Pending = nil
+		st.Counters.PromptTokens += r.Usage.PromptTokens
+		st.Counters.CompletionTokens += r.Usage.CompletionTokens
+		if r.Error != "" {
+			return failed(st, FailModelError, fmt.Sprintf("the %s model failed: %s", p.Role, r.Error)), nil
+		}
+		if p.Role == Helper {
+			return resumeHelper(st, r), nil
+		}
+		return resumeModel(cfg, st, r), nil
+	case PendingTools, PendingExternal:
+		r, ok := res.(ToolResults)
+		if !ok {
+			return st, wrongKind(p, res)
+		}
+		return answerCalls(cfg, st, r.Results)
+	case PendingMemorySearch, PendingMemoryCreate, PendingMemoryTraverse:
+		return resumeMemory(cfg, st, res)
+	}
+	return st, fmt.Errorf("%w: unknown pending kind %q", ErrBadState, p.Kind)
+}
+
+func wrongKind(p *Pending, res Result) error {
+	return fmt.Errorf("%w: pending %s, got %s", ErrWrongResult, p.Kind, resultKind(res))
+}
+
+// answerCalls records results for pending calls. It checks them all before
+// changing anything: every id must be pending and answered at most once, and
+// every pending id must be answered, except that with stop-on-error the calls
+// after a failed one may be left out.
+func answerCalls(cfg Config, st State, results []ToolResult) (State, error) {
+	p := st.Pending
+	seen := make([]bool, len(p.CallIDs))
+	firstFailed := len(p.CallIDs)
+	for _, r := range results {
+		i := indexOf(p.CallIDs, r.CallID)
+		if i < 0 {
+			return st, fmt.Errorf("%w: %q (pending: %s)", ErrUnknownCall, r.CallID, strings.Join(p.CallIDs, ", "))
+		}
+		if seen[i] {
+			return st, fmt.Errorf("%w: %q", ErrDuplicateResult, r.CallID)
+		}
+		seen[i] = true
+		if r.Failed() && i < firstFailed {
+			firstFailed = i
+		}
+	}
+	stopping := cfg.Policy.StopOnError && firstFailed < len(p.CallIDs)
+	var missing []string
+	for i, ok := range seen {
+		if !ok && !(stopping && p.Kind == PendingTools && i > firstFailed) {
+			missing = append(missing, p.CallIDs[i])
+		}
+	}
+	if len(missing) > 0 {
+		return st, fmt.Errorf("%w: %s", ErrMissingResults, strings.Join(missing, ", "))
+	}
+
+	turn := Turn{Calls: st.Turn.Calls, Results: append([]ToolResult(nil), st.Turn.Results...), Stopped: st.Turn.Stopped, Native: st.Turn.Native}
+	for _, r := range results {
+		i := turn.index(r.CallID)
+		t, _ := cfg.tool(turn.Calls[i].Name)
+		r.Output = truncate(r.Output, cfg.resultCap(t))
+		r.Error = truncate(r.Error, cfg.resultCap(t))
+		turn.Results[i] = r
+		st.Sources = addOnce(st.Sources, r.Sources...)
+	}
+	if stopping {
+		failedID := p.CallIDs[firstFailed]
+		for i := range turn.Results {
+			if turn.Results[i].CallID == "" {
+				turn.Results[i] = ToolResult{CallID: turn.Calls[i].ID, Error: fmt.Sprintf("not run: call %s failed and this agent stops a turn at the first error", failedID)}
+			}
+		}
+		turn.Stopped = true
+	}
+	st.Pending = nil
+	st.Turn = &turn
+	for _, r := range turn.Results {
+		if r.CallID == "" {
+			return st, nil // more of this turn to run
+		}
+	}
+	return finishTurn(cfg, st), nil
+}
+
+// finishTurn hands every result of the turn to the model, in the order the
+// model asked, and goes back to the model.
+func finishTurn(cfg Config, st State) State {
+	turn := st.Turn
+	st.Turn = nil
+	st.Phase = PhaseModel
+	if turn.Native {
+		msgs := make([]Message, len(turn.Calls))
+		for i, c := range turn.Calls {
+			msgs[i] = Message{Role: RoleTool, CallID: c.ID, Name: c.Name, Content: resultText(turn.Results[i])}
+		}
+		return appendMessages(st, msgs...)
+	}
+	return appendMessages(st, Message{Role: RoleUser, Content: RenderResults(cfg.format(), turn.Calls, turn.Results)})
+}
+
+func resultText(r ToolResult) string {
+	if r.Failed() {
+		return "error: " + r.Error
+	}
+	return r.Output
+}
+
+func indexOf(list []string, v string) int {
+	for i, s := range list {
+		if s == v {
+			return i
+		}
+	}
+	return -1
+}

@@ -1,0 +1,32 @@
+package core
+
+import "strings"
+
+// Start validates cfg and returns the first state of a run for req. The
+// system message holds the agent's prompt and, for text formats, the tool
+// documentation generated from the schemas (see ToolDocs).
+func Start(cfg Config, req Request) (State, error) {
+	if err := cfg.validate(); err != nil {
+		return State{}, err
+	}
+	st := State{Version: StateVersion, Request: req, Phase: PhaseModel}
+	if sys := systemPrompt(cfg); sys != "" {
+		st = appendMessages(st, Message{Role: RoleSystem, Content: sys})
+	}
+	if cfg.Memory.Recall {
+		st.Phase = PhaseRecall // the user message follows the recalled memory
+		return st, nil
+	}
+	return appendMessages(st, Message{Role: RoleUser, Content: req.Input}), nil
+}
+
+func systemPrompt(cfg Config) string {
+	parts := make([]string, 0, 2)
+	if p := strings.TrimSpace(cfg.SystemPrompt); p != "" {
+		parts = append(parts, p)
+	}
+	if docs := ToolDocs(cfg); docs != "" {
+		parts = append(parts, docs)
+	}
+	return strings.Join(parts, "\n\n")
+}

@@ -1,0 +1,157 @@
+package core
+
+import "encoding/json"
+
+// StateVersion is the format version written into every State. Decoding a
+// state with a higher version fails with ErrNewerVersion.
+const StateVersion = 1
+
+// Phase is where a run stands between two decisions.
+type Phase string
+
+// The phases of a run.
+const (
+	PhaseRecall   Phase = "recall"   // search memory for the input before the first model call
+	PhaseModel    Phase = "model"    // ask the primary model
+	PhaseEscalate Phase = "escalate" // ask the helper model for a plan
+	PhaseTools    Phase = "tools"    // run the calls of the current turn
+	PhaseDone     Phase = "done"     // completed with an answer
+	PhaseFailed   Phase = "failed"   // failed with a code and reason
+)
+
+// Role is the author of a message.
+type Role string
+
+// Message roles, as in the OpenAI chat format.
+const (
+	RoleSystem    Role = "system"
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	RoleTool      Role = "tool"
+)
+
+// ModelRole selects which configured model a RequestModelCall goes to.
+type ModelRole string
+
+// Model roles.
+const (
+	Primary ModelRole = "primary"
+	Helper  ModelRole = "helper"
+)
+
+// Request is what a run was started with.
+type Request struct {
+	Input string `cbor:"1,keyasint,omitempty" json:"input"`
+}
+
+// Message is one entry of the conversation.
+type Message struct {
+	Role    Role   `cbor:"1,keyasint,omitempty" json:"role"`
+	Content string `cbor:"2,keyasint,omitempty" json:"content,omitempty"`
+	// Calls are the native tool calls of an assistant message.
+	Calls []ToolCall `cbor:"3,keyasint,omitempty" json:"calls,omitempty"`
+	// CallID and Name identify the call a tool message answers.
+	CallID string `cbor:"4,keyasint,omitempty" json:"call_id,omitempty"`
+	Name   string `cbor:"5,keyasint,omitempty" json:"name,omitempty"`
+}
+
+// ToolCall is a call the model asked for. Args is canonical JSON (sorted keys,
+// no insignificant space) once the call has been validated.
+type ToolCall struct {
+	ID   string          `cbor:"1,keyasint,omitempty" json:"id"`
+	Name string          `cbor:"2,keyasint,omitempty" json:"name"`
+	Args json.RawMessage `cbor:"3,keyasint,omitempty" json:"arguments"`
+}
+
+// State is everything needed to continue a run. It holds no live handles and
+// round-trips through CBOR byte for byte (see EncodeState).
+type State struct {
+	Version  int       `cbor:"1,keyasint"`
+	Request  Request   `cbor:"2,keyasint"`
+	Phase    Phase     `cbor:"3,keyasint"`
+	Messages []Message `cbor:"4,keyasint,omitempty"`
+	// Pending is the request the run is waiting on; nil between decisions.
+	Pending *Pending `cbor:"5,keyasint,omitempty"`
+	// Turn holds the calls of the model turn being executed.
+	Turn     *Turn    `cbor:"6,keyasint,omitempty"`
+	Counters Counters `cbor:"7,keyasint"`
+	// ToolsUsed lists tool names in first-use order.
+	ToolsUsed []string `cbor:"8,keyasint,omitempty"`
+	// Sources lists the sources tools reported, first-seen order, no repeats.
+	Sources []string `cbor:"9,keyasint,omitempty"`
+	Answer  string   `cbor:"10,keyasint,omitempty"`
+	Failure *Failure `cbor:"11,keyasint,omitempty"`
+	// Escalation is why the helper is being asked (PhaseEscalate).
+	Escalation string `cbor:"12,keyasint,omitempty"`
+}
+
+// Counters are the run's running totals, used by the limits.
+type Counters struct {
+	Steps            int `cbor:"1,keyasint,omitempty"`
+	ModelCalls       int `cbor:"2,keyasint,omitempty"`
+	Corrections      int `cbor:"3,keyasint,omitempty"` // consecutive invalid replies
+	Escalations      int `cbor:"4,keyasint,omitempty"`
+	Repeats          int `cbor:"5,keyasint,omitempty"` // identical calls in a row
+	PromptTokens     int `cbor:"6,keyasint,omitempty"`
+	CompletionTokens int `cbor:"7,keyasint,omitempty"`
+	// Bytes approximates the state's size; it grows with every message.
+	Bytes int `cbor:"8,keyasint,omitempty"`
+	// LastCall is the fingerprint of the most recent call (loop detection).
+	LastCall string `cbor:"9,keyasint,omitempty"`
+}
+
+// PendingKind is the kind of result a run waits for.
+type PendingKind string
+
+// Pending kinds, one per request action.
+const (
+	PendingModel          PendingKind = "model"
+	PendingTools          PendingKind = "tools"
+	PendingExternal       PendingKind = "external"
+	PendingMemorySearch   PendingKind = "memory_search"
+	PendingMemoryCreate   PendingKind = "memory_create"
+	PendingMemoryTraverse PendingKind = "memory_traverse"
+)
+
+// Pending records the request a run waits on: enough to re-issue it exactly
+// and to check that a result fits it.
+type Pending struct {
+	Kind PendingKind `cbor:"1,keyasint"`
+	Role ModelRole   `cbor:"2,keyasint,omitempty"`
+	// CallIDs are the calls expected back, in the model's order. A memory
+	// request made by a tool call has one; recall has none.
+	CallIDs []string `cbor:"3,keyasint,omitempty"`
+}
+
+// Turn is the validated calls of one model turn and their results so far.
+type Turn struct {
+	Calls   []ToolCall   `cbor:"1,keyasint"`
+	Results []ToolResult `cbor:"2,keyasint"` // aligned with Calls; CallID empty until answered
+	// Stopped is set when stop-on-error skipped the rest of the turn.
+	Stopped bool `cbor:"3,keyasint,omitempty"`
+	// Native is set when the calls were native tool calls: their results go
+	// back as tool messages rather than as text.
+	Native bool `cbor:"4,keyasint,omitempty"`
+}
+
+// Failure is why a run failed.
+type Failure struct {
+	Code   FailCode `cbor:"1,keyasint"`
+	Reason string   `cbor:"2,keyasint"`
+}
+
+// FailCode classifies a failed run.
+type FailCode string
+
+// Failure codes.
+const (
+	FailMaxSteps      FailCode = "max_steps"
+	FailLoop          FailCode = "loop"
+	FailInvalidOutput FailCode = "invalid_output"
+	FailStateTooLarge FailCode = "state_too_large"
+	FailModelError    FailCode = "model_error"
+	FailCancelled     FailCode = "cancelled"
+)
+
+// Done reports whether the run has ended (completed or failed).
+func (s State) Done() bool { return s.Phase == PhaseDone || s.Phase == PhaseFailed }

@@ -1,0 +1,93 @@
+package core
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// ErrInvalidCall wraps every error ValidateCall returns; the message names the
+// tool and what to fix, and goes back to the model as a correction.
+var ErrInvalidCall = errors.New("invalid tool call")
+
+// ValidateCall checks a parsed call against the agent's tools and returns it
+// with canonical arguments (defaults injected, unknown arguments dropped or
+// refused by policy). The error says what to fix, in words a model can use.
+func ValidateCall(cfg Config, c NativeCall) (ToolCall, error) {
+	t, ok := cfg.tool(c.Name)
+	if !ok {
+		return ToolCall{}, fmt.Errorf("%w: unknown tool %q; the tools are: %s", ErrInvalidCall, c.Name, strings.Join(toolNames(cfg.tools()), ", "))
+	}
+	args, err := decodeArgs(c.Arguments)
+	if err != nil {
+		return ToolCall{}, fmt.Errorf("%w: %s (call %s): %v", ErrInvalidCall, c.Name, c.ID, err)
+	}
+	args, err = validateArgs(t, args, cfg.Policy.RejectUnknownArgs)
+	if err != nil {
+		return ToolCall{}, fmt.Errorf("%w: %s (call %s): %v", ErrInvalidCall, c.Name, c.ID, err)
+	}
+	raw, err := canonicalJSON(args)
+	if err != nil {
+		return ToolCall{}, fmt.Errorf("%w: %s (call %s): %v", ErrInvalidCall, c.Name, c.ID, err)
+	}
+	tc := ToolCall{ID: c.ID, Name: c.Name, Args: raw}
+	if _, isMem := memoryKind(c.Name); isMem && cfg.Memory.Tools {
+		if _, err := decodeMemoryArgs(tc); err != nil {
+			return ToolCall{}, fmt.Errorf("%w: %v", ErrInvalidCall, err)
+		}
+	}
+	return tc, nil
+}
+
+// decodeArgs reads call arguments: a JSON object (numbers kept exact). Empty
+// arguments mean no arguments.
+func decodeArgs(text string) (map[string]any, error) {
+	if strings.TrimSpace(text) == "" {
+		return map[string]any{}, nil
+	}
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("arguments are not valid JSON: %v", err)
+	}
+	if dec.More() {
+		return nil, errors.New("arguments hold more than one JSON value")
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("arguments must be a JSON object, found %s", jsonKind(v))
+	}
+	return obj, nil
+}
+
+// canonicalJSON encodes v with sorted keys, no HTML escaping and no spaces.
+func canonicalJSON(v any) (json.RawMessage, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(b.Bytes(), "\n"), nil
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case json.Number, float64:
+		return "a number"
+	case string:
+		return "a string"
+	case []any:
+		return "an array"
+	case map[string]any:
+		return "an object"
+	}
+	return fmt.Sprintf("%T", v)
+}

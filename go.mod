@@ -1,0 +1,15 @@
+module github.com/stepwise-agent/stepwise
+
+go 1.26
+
+require (
+	github.com/BurntSushi/toml v1.6.0 // indirect
+	github.com/fxamacker/cbor/v2 v2.9.6 // indirect
+	github.com/mattn/go-sqlite3 v1.14.53 // indirect
+	github.com/modelcontextprotocol/go-sdk v1.8.0 // indirect
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
+	github.com/sashabaranov/go-openai v1.43.0 // indirect
+	github.com/x448/float16 v0.8.4 // indirect
+	golang.org/x/text v0.14.0 // indirect
+	pgregory.net/rapid v1.3.0 // indirect
+)
