@@ -55,7 +55,11 @@ func DescribeAction(a Action) string {
 		}
 		return fmt.Sprintf("memory_create %s ns=%s entities=[%s] relations=%d", a.CallID, a.Namespace, strings.Join(names, ","), len(a.Relations))
 	case RequestMemoryTraverse:
-		return fmt.Sprintf("memory_traverse %s ns=%s from=%s relation=%s depth=%d", a.CallID, a.Namespace, quote(a.From), quote(a.Relation), a.Depth)
+		s := fmt.Sprintf("memory_traverse %s ns=%s from=%s", a.CallID, a.Namespace, quote(a.From))
+		if a.Relation != "" {
+			s += " relation=" + quote(a.Relation)
+		}
+		return s + fmt.Sprintf(" depth=%d", a.Depth)
 	case nil:
 		return "<nil>"
 	}

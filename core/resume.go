@@ -38,7 +38,7 @@ func Resume(cfg Config, st State, res Result) (State, error) {
 	if err != nil {
 		return st, err
 	}
-	if !next.Done() && next.Counters.Bytes > cfg.maxStateBytes() {
+	if next.Phase != PhaseFailed && next.Counters.Bytes > cfg.maxStateBytes() {
 		next = failed(next, FailStateTooLarge, fmt.Sprintf("the conversation grew to about %d bytes, over the limit of %d", next.Counters.Bytes, cfg.maxStateBytes()))
 	}
 	return next, nil

@@ -1,0 +1,38 @@
+GO      ?= go
+FUZZTIME ?= 30s
+
+.PHONY: all build test verify bench fuzz demo clean
+
+all: build
+
+build:
+	$(GO) build ./...
+
+## test: vet, then every test with the race detector (fuzz corpora run as tests).
+test:
+	$(GO) vet ./...
+	$(GO) test -race ./...
+
+## verify: formatting, vet, and go.mod/go.sum tidy.
+verify:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	cp go.mod /tmp/stepwise.go.mod.bak; cp go.sum /tmp/stepwise.go.sum.bak
+	$(GO) mod tidy
+	@if ! cmp -s go.mod /tmp/stepwise.go.mod.bak || ! cmp -s go.sum /tmp/stepwise.go.sum.bak; then \
+		echo "go mod tidy changed go.mod/go.sum"; cp /tmp/stepwise.go.mod.bak go.mod; cp /tmp/stepwise.go.sum.bak go.sum; exit 1; fi
+
+## bench: every benchmark (figures go to docs/performance.md).
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+## fuzz: each parser fuzz target for FUZZTIME.
+fuzz:
+	@for t in $$($(GO) test -list '^Fuzz' ./core/ | grep '^Fuzz'); do \
+		echo "== $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./core/ || exit 1; done
+
+demo:
+	@echo "make demo: not yet (the CLI lands with the CLI issue)"
+
+clean:
+	rm -rf bin
