@@ -282,3 +282,22 @@ func TestCancelledEndsRun(t *testing.T) {
 		t.Fatalf("want cancelled")
 	}
 }
+
+func TestInvalidUTF8FromToolsIsCleaned(t *testing.T) {
+	cfg := testConfig()
+	st := mustStart(t, cfg, "q")
+	st = mustResume(t, cfg, mustStep(t, cfg, st).Next(), ModelReply{Text: "bad \xff", Calls: []NativeCall{call("a", "search", "{\"query\":\"\xfe\"}")}})
+	a := mustStep(t, cfg, st)
+	st = mustResume(t, cfg, a.Next(), ToolResults{Results: []ToolResult{{CallID: "a", Output: "bin\x00\xc3\x28"}}})
+	b, err := EncodeState(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := DecodeState(b)
+	if err != nil {
+		t.Fatalf("state with tool bytes does not decode: %v", err)
+	}
+	if got := back.Messages[len(back.Messages)-1].Content; got != "bin\x00\uFFFD(" {
+		t.Fatalf("output = %q", got)
+	}
+}

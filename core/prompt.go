@@ -1,33 +1,333 @@
 package core
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 )
 
 // ToolDocs is the tool documentation for the system prompt, in the syntax of
-// the agent's format. It is empty for the native format, whose tools travel
-// in the API request instead, and for an agent without tools.
+// the agent's format: Python signatures and a <helpers> example for helpers,
+// the tool's JSON Schema and an example block or object for the JSON-based
+// formats, and a short list of the accepted forms for auto. It is empty for
+// the native format, whose tools travel in the API request instead, and for
+// an agent without tools.
+//
+// The output is deterministic: tools in the agent's order, parameters in the
+// order their schema's "properties" are written (not sorted: that is also the
+// order positional helpers arguments take), schemas as written, compacted.
 func ToolDocs(cfg Config) string {
 	tools := cfg.tools()
-	if len(tools) == 0 || cfg.format() == FormatNative {
+	f := cfg.format()
+	if len(tools) == 0 || f == FormatNative {
 		return ""
 	}
 	var b strings.Builder
-	b.WriteString("You can call these tools:\n")
+	if f == FormatHelpers {
+		writeHelpersDocs(&b, tools)
+		return b.String()
+	}
+	ex := exampleCall(tools[0])
+	switch f {
+	case FormatXML:
+		fmt.Fprintf(&b, "You can call tools by writing blocks like this anywhere in your reply:\n\n%s\n\n", RenderCall(FormatXML, ex))
+		b.WriteString("- The body is a JSON object of arguments; tag is optional and names the call.\n" +
+			"- You may write several blocks; they run in the order written. Text outside the blocks is your message.\n" +
+			"- Each result comes back in a <tool_result name=\"...\" tag=\"...\"> block.\n" +
+			"- To give your final answer, reply without a <tool> block.\n")
+	case FormatJSON:
+		fmt.Fprintf(&b, "Always reply with exactly one JSON object and nothing else:\n\n%s\n\n", renderJSONEnvelope("what you tell the user", []NativeCall{ex}))
+		b.WriteString("- \"tools\" lists the calls to make; they run in order. \"tag\" is optional and names the call.\n" +
+			"- \"message\" and \"tools\" are the only keys; a call has only \"tool\", \"args\" and \"tag\".\n" +
+			"- The results come back as a JSON object {\"results\": [...]}.\n" +
+			"- To give your final answer, put it in \"message\" with \"tools\": [].\n")
+	case FormatFenced:
+		fmt.Fprintf(&b, "You can call tools by writing fenced blocks like this:\n\n%s\n\n", RenderCall(FormatFenced, ex))
+		b.WriteString("- One call per block: a JSON object with \"tool\" and \"parameters\" (and optionally \"tag\", naming the call). Several blocks run in the order written.\n" +
+			"- Text outside the blocks is your message. Each result comes back in a ```tool_result block.\n" +
+			"- To give your final answer, reply without a ```tool block.\n")
+	case FormatStrict:
+		ex.ID = ""
+		fmt.Fprintf(&b, "To call a tool, reply with exactly one JSON object and nothing else:\n\n%s\n\n", RenderCall(FormatStrict, ex))
+		b.WriteString("- Only the keys \"tool\" and \"args\"; one call per reply. The result comes back in the next message.\n" +
+			"- To give your final answer, reply in plain text (not JSON).\n")
+	default: // FormatAuto
+		hx := ex
+		hx.ID = ""
+		b.WriteString("You can call tools in any one of these forms:\n\n")
+		fmt.Fprintf(&b, "- blocks anywhere in your reply: %s\n", RenderCall(FormatXML, ex))
+		fmt.Fprintf(&b, "- Python-style calls with literal arguments, one per line: %s\n", strings.ReplaceAll(RenderCall(FormatHelpers, hx), "\n", " "))
+		fmt.Fprintf(&b, "- fenced blocks: ```tool then %s on its own line, then ```\n", strings.TrimSuffix(strings.TrimPrefix(RenderCall(FormatFenced, ex), "```tool\n"), "\n```"))
+		fmt.Fprintf(&b, "- a reply that is exactly one JSON object: %s\n", renderJSONEnvelope("what you tell the user", []NativeCall{ex}))
+		fmt.Fprintf(&b, "- a reply that is exactly one call: %s\n", RenderCall(FormatStrict, hx))
+		b.WriteString("\nArguments are JSON objects. Calls run in the order written. To give your final answer, reply in plain text without any call.\n")
+	}
+	b.WriteString("\nTools:\n")
 	for _, t := range tools {
-		fmt.Fprintf(&b, "\n%s: %s\nparameters: %s\n", t.Name, t.Description, string(t.Parameters))
+		fmt.Fprintf(&b, "\n%s", t.Name)
+		if d := strings.TrimSpace(t.Description); d != "" {
+			fmt.Fprintf(&b, ": %s", d)
+		}
+		fmt.Fprintf(&b, "\n  parameters (JSON Schema): %s\n", renderArgsJSON(string(t.Parameters)))
 	}
 	return b.String()
 }
 
-// RenderResults is the text that hands a turn's results back to a model that
-// writes calls as text, in the order the calls were made.
-func RenderResults(f Format, calls []ToolCall, results []ToolResult) string {
-	var b strings.Builder
-	b.WriteString("Tool results:")
-	for i, c := range calls {
-		fmt.Fprintf(&b, "\n[%s] %s: %s", c.ID, c.Name, resultText(results[i]))
+// writeHelpersDocs documents tools as Python signatures.
+func writeHelpersDocs(b *strings.Builder, tools []Tool) {
+	b.WriteString("You can call these tools as Python functions:\n")
+	for _, t := range tools {
+		sig, notes := pySignature(t)
+		fmt.Fprintf(b, "\n%s\n", sig)
+		if d := strings.TrimSpace(t.Description); d != "" {
+			fmt.Fprintf(b, "    %s\n", strings.ReplaceAll(d, "\n", "\n    "))
+		}
+		for _, n := range notes {
+			fmt.Fprintf(b, "    %s\n", n)
+		}
 	}
-	return b.String()
+	ex := exampleCall(tools[0])
+	ex.ID = ""
+	fmt.Fprintf(b, "\nTo call tools, write the calls inside a <helpers> block:\n\n%s\n\n", RenderCall(FormatHelpers, ex))
+	b.WriteString("- One call per line (or separate calls with ;); they run in the order written.\n" +
+		"- Pass arguments by keyword, or by position in the order of the signature.\n" +
+		"- Arguments must be literal values: strings, numbers, True, False, None, lists, tuples and dicts. " +
+		"No variables, expressions or nested calls: each result comes back in the next message, in a <helpers_result> block.\n" +
+		"- An argument shown as \"= ...\" is optional: leave it out rather than pass None.\n" +
+		"- Text outside the block is your message. To give your final answer, reply without a <helpers> block.\n")
+}
+
+// pySignature is a tool's Python signature, such as
+// find_user(name: str, zip: str = "10001") -> str, and one note per
+// parameter that has a description or constraints.
+func pySignature(t Tool) (string, []string) {
+	props := map[string]string{}
+	schema := map[string]string{}
+	if json.Valid(t.Parameters) {
+		schema = schemaNode(string(t.Parameters))
+		for _, m := range jsonMembers(schema["properties"]) {
+			props[m.key] = m.raw
+		}
+	}
+	required := map[string]bool{}
+	for _, m := range jsonMembers(schema["required"]) {
+		if s, ok := jsonStringOf(m.raw); ok {
+			required[s] = true
+		}
+	}
+	names := helperParamOrder(t.Parameters)
+	// In Python a parameter without a default cannot follow one with a
+	// default positionally: from the first defaulted parameter that comes
+	// before an undefaulted one, the rest are keyword-only (a "*" marker).
+	defaulted := func(name string) bool {
+		_, def := schemaNode(props[name])["default"]
+		return def || !required[name]
+	}
+	kwOnly, last := -1, -1
+	for i, name := range names {
+		if !defaulted(name) {
+			last = i
+		} else if kwOnly < 0 {
+			kwOnly = i
+		}
+	}
+	if kwOnly > last {
+		kwOnly = -1
+	}
+	var parts, notes []string
+	for i, name := range names {
+		if i == kwOnly {
+			parts = append(parts, "*")
+		}
+		node := schemaNode(props[name])
+		part := name + ": " + pyType(props[name], 0)
+		if def, ok := node["default"]; ok {
+			part += " = " + pyLiteral(def)
+		} else if !required[name] {
+			part += " = ..."
+		}
+		parts = append(parts, part)
+		if note := paramNote(node); note != "" {
+			notes = append(notes, name+": "+note)
+		}
+	}
+	return fmt.Sprintf("%s(%s) -> str", t.Name, strings.Join(parts, ", ")), notes
+}
+
+// paramNote is a parameter's description and constraints, in one line.
+func paramNote(node map[string]string) string {
+	var cons []string
+	for _, k := range []string{"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength", "maxLength", "minItems", "maxItems", "pattern", "format"} {
+		if v, ok := node[k]; ok {
+			cons = append(cons, k+" "+v)
+		}
+	}
+	desc, _ := jsonStringOf(node["description"])
+	desc = strings.Join(strings.Fields(desc), " ")
+	switch {
+	case len(cons) == 0:
+		return desc
+	case desc == "":
+		return "(" + strings.Join(cons, ", ") + ")"
+	}
+	return desc + " (" + strings.Join(cons, ", ") + ")"
+}
+
+// pyType writes a JSON Schema as a Python type: str, int, float, bool, None,
+// list[T], Literal[...] for enums, unions with |, and {"key": T,
+// "opt": NotRequired[T]} for objects with properties.
+func pyType(schema string, depth int) string {
+	node := schemaNode(schema)
+	if enum, ok := node["enum"]; ok && strings.HasPrefix(enum, "[") {
+		var vals []string
+		for _, m := range jsonMembers(enum) {
+			vals = append(vals, pyLiteral(m.raw))
+		}
+		return "Literal[" + strings.Join(vals, ", ") + "]"
+	}
+	if c, ok := node["const"]; ok {
+		return "Literal[" + pyLiteral(c) + "]"
+	}
+	var alts []string
+	for _, k := range []string{"anyOf", "oneOf"} {
+		for _, m := range jsonMembers(node[k]) {
+			alts = append(alts, pyType(m.raw, depth+1))
+		}
+	}
+	if t := node["type"]; strings.HasPrefix(t, "[") {
+		for _, m := range jsonMembers(t) {
+			alts = append(alts, pyTypeName(m.raw, node, depth))
+		}
+	} else if t != "" {
+		alts = append(alts, pyTypeName(t, node, depth))
+	}
+	if len(alts) == 0 {
+		return "Any"
+	}
+	var uniq []string
+	for _, a := range alts {
+		if indexOf(uniq, a) < 0 {
+			uniq = append(uniq, a)
+		}
+	}
+	return strings.Join(uniq, " | ")
+}
+
+func pyTypeName(rawName string, node map[string]string, depth int) string {
+	name, _ := jsonStringOf(rawName)
+	switch name {
+	case "string":
+		return "str"
+	case "integer":
+		return "int"
+	case "number":
+		return "float"
+	case "boolean":
+		return "bool"
+	case "null":
+		return "None"
+	case "array":
+		if items := node["items"]; strings.HasPrefix(items, "{") && depth < 4 {
+			return "list[" + pyType(items, depth+1) + "]"
+		}
+		return "list"
+	case "object":
+		props := jsonMembers(node["properties"])
+		if len(props) == 0 || depth >= 4 {
+			return "dict"
+		}
+		required := map[string]bool{}
+		for _, m := range jsonMembers(node["required"]) {
+			if s, ok := jsonStringOf(m.raw); ok {
+				required[s] = true
+			}
+		}
+		var fields []string
+		for _, p := range props {
+			t := pyType(p.raw, depth+1)
+			if !required[p.key] {
+				t = "NotRequired[" + t + "]"
+			}
+			fields = append(fields, pyString(p.key)+": "+t)
+		}
+		return "{" + strings.Join(fields, ", ") + "}"
+	}
+	return "Any"
+}
+
+// schemaNode maps the keys of a JSON object to their values (the first of
+// duplicates); anything else gives an empty map.
+func schemaNode(raw string) map[string]string {
+	node := map[string]string{}
+	if !strings.HasPrefix(raw, "{") {
+		return node
+	}
+	for _, m := range jsonMembers(raw) {
+		if _, dup := node[m.key]; !dup {
+			node[m.key] = m.raw
+		}
+	}
+	return node
+}
+
+// exampleCall is a call of t for the docs: its required parameters (or its
+// first one) with their default, first example or enum value, or a value of
+// their type.
+func exampleCall(t Tool) NativeCall {
+	props := map[string]string{}
+	schema := map[string]string{}
+	if json.Valid(t.Parameters) {
+		schema = schemaNode(string(t.Parameters))
+		for _, m := range jsonMembers(schema["properties"]) {
+			props[m.key] = m.raw
+		}
+	}
+	required := map[string]bool{}
+	for _, m := range jsonMembers(schema["required"]) {
+		if s, ok := jsonStringOf(m.raw); ok {
+			required[s] = true
+		}
+	}
+	names := helperParamOrder(t.Parameters)
+	var args []helperArg
+	for i, name := range names {
+		if required[name] || (len(required) == 0 && i == 0) {
+			args = append(args, helperArg{key: name, json: exampleValue(props[name])})
+		}
+	}
+	return NativeCall{ID: "a1", Name: t.Name, Arguments: membersJSON(args)}
+}
+
+func exampleValue(schema string) string {
+	node := schemaNode(schema)
+	if v, ok := node["default"]; ok {
+		return compactJSONText(v)
+	}
+	for _, k := range []string{"examples", "enum"} {
+		if ms := jsonMembers(node[k]); strings.HasPrefix(node[k], "[") && len(ms) > 0 {
+			return compactJSONText(ms[0].raw)
+		}
+	}
+	if c, ok := node["const"]; ok {
+		return compactJSONText(c)
+	}
+	t := node["type"]
+	if ms := jsonMembers(t); strings.HasPrefix(t, "[") && len(ms) > 0 {
+		t = ms[0].raw
+	}
+	switch t {
+	case `"string"`:
+		return `"..."`
+	case `"integer"`:
+		return "1"
+	case `"number"`:
+		return "1.5"
+	case `"boolean"`:
+		return "true"
+	case `"array"`:
+		return "[]"
+	case `"object"`:
+		return "{}"
+	}
+	return "null"
 }

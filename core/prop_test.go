@@ -13,7 +13,7 @@ import (
 // changing, survives crash-and-restore at any step, and keeps the invariants.
 func TestPropRunsEndAndKeepInvariants(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		cfg := coretest.Configs().Draw(t, "cfg")
+		cfg := coretest.Configs(coretest.AllFormats...).Draw(t, "cfg")
 		final, _ := coretest.CheckRun(t, cfg, rapid.StringMatching(`[a-zA-Z ?]{0,30}`).Draw(t, "input"))
 		if !final.Done() {
 			t.Fatalf("not ended: %s", core.DescribeState(final))
@@ -24,7 +24,7 @@ func TestPropRunsEndAndKeepInvariants(t *testing.T) {
 // The same config and results give byte-identical actions and states.
 func TestPropDeterminism(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		cfg := coretest.Configs().Draw(t, "cfg")
+		cfg := coretest.Configs(coretest.AllFormats...).Draw(t, "cfg")
 		_, results := coretest.CheckRun(t, cfg, "input")
 		a1, err1 := coretest.Replay(cfg, "input", results)
 		a2, err2 := coretest.Replay(cfg, "input", results)
@@ -57,7 +57,7 @@ func encodeAll(t *rapid.T, a core.Action) []byte {
 // No sequence of results of any kind, fitting or not, makes the core panic.
 func TestPropNoPanicOnAnyInput(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		cfg := coretest.Configs().Draw(t, "cfg")
+		cfg := coretest.Configs(coretest.AllFormats...).Draw(t, "cfg")
 		st, err := core.Start(cfg, core.Request{Input: "x"})
 		if err != nil {
 			t.Fatal(err)
@@ -182,7 +182,7 @@ func (m *runMachine) check(t *rapid.T) {
 
 func TestPropStateMachine(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		cfg := coretest.Configs().Draw(t, "cfg")
+		cfg := coretest.Configs(coretest.AllFormats...).Draw(t, "cfg")
 		st, err := core.Start(cfg, core.Request{Input: "go"})
 		if err != nil {
 			t.Fatal(err)

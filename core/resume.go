@@ -27,6 +27,7 @@ func Resume(cfg Config, st State, res Result) (State, error) {
 	if st.Pending == nil {
 		return st, fmt.Errorf("%w (phase %s)", ErrNothingPending, st.Phase)
 	}
+	res = sanitize(res)
 	if c, ok := res.(Cancelled); ok {
 		reason := "the run was cancelled"
 		if c.Reason != "" {

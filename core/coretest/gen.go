@@ -166,9 +166,39 @@ func Replies(cfg core.Config) *rapid.Generator[core.ModelReply] {
 			}
 			calls[i] = c
 		}
-		return core.ModelReply{Text: rapid.SampledFrom([]string{"", "Let me check."}).Draw(t, "preamble"), Calls: calls, Usage: usage}
+		preamble := rapid.SampledFrom([]string{"", "Let me check."}).Draw(t, "preamble")
+		f := cfg.Format
+		if f == core.FormatAuto {
+			f = rapid.SampledFrom([]core.Format{core.FormatNative, core.FormatXML, core.FormatHelpers, core.FormatFenced, core.FormatJSON, core.FormatStrict}).Draw(t, "auto-as")
+		}
+		if f == core.FormatNative || f == "" {
+			return core.ModelReply{Text: preamble, Calls: calls, Usage: usage}
+		}
+		return core.ModelReply{Text: textCalls(t, f, preamble, calls), Usage: usage}
 	})
 }
+
+// textCalls writes calls in a text format, sometimes cut off mid-call as a
+// model that hit its token limit would.
+func textCalls(t *rapid.T, f core.Format, preamble string, calls []core.NativeCall) string {
+	if f == core.FormatStrict || f == core.FormatJSON {
+		calls = calls[:1] // one object holds one call in these generators
+	}
+	text := preamble
+	for _, c := range calls {
+		if text != "" {
+			text += "\n"
+		}
+		text += core.RenderCall(f, c)
+	}
+	if rapid.IntRange(0, 8).Draw(t, "truncate") == 0 && len(text) > 2 {
+		text = text[:rapid.IntRange(1, len(text)-1).Draw(t, "cut")]
+	}
+	return text
+}
+
+// AllFormats lists every tool-call format, for Configs.
+var AllFormats = []core.Format{core.FormatNative, core.FormatXML, core.FormatJSON, core.FormatFenced, core.FormatStrict, core.FormatHelpers, core.FormatAuto}
 
 // memoryOr generates arguments for the memory built-ins, else uses gen.
 func memoryOr(tool core.Tool, gen *rapid.Generator[string]) *rapid.Generator[string] {
