@@ -1,0 +1,40 @@
+// Package openai is the model provider for OpenAI-compatible chat-completion
+// endpoints: OpenAI, Azure OpenAI, Ollama, vLLM, the llama.cpp server and
+// anything else that speaks POST {BaseURL}/chat/completions.
+//
+// Contract:
+//
+//   - Complete sends the conversation (and the tools, natively, when the
+//     request has any) and returns the first choice as a core.ModelReply:
+//     text, native tool calls with their arguments exactly as sent, finish
+//     reason and token usage.
+//   - The API key is read from the environment variable named by
+//     Options.APIKeyEnv once, in New, and lives only inside the HTTP client
+//     configuration; it is never logged nor put in a reply or an error.
+//   - Retries happen below go-openai, at the HTTP level: 408, 409, 429, 5xx
+//     and transport errors (connection refused or reset, a timed-out attempt)
+//     are retried with exponential backoff (BackoffBase doubling, capped at
+//     MaxBackoff, no jitter), or after the server's Retry-After (seconds or
+//     HTTP date; also retry-after-ms). A server that asks to wait longer than
+//     MaxBackoff is not waited for: Complete gives up at once.
+//   - 401, 403, 404 and the other 4xx statuses are not retried; their errors
+//     wrap shell.ErrModelPermanent and say what to check. Running out of
+//     retries is an ordinary error naming the attempts and the last status.
+//   - When ctx ends, Complete returns promptly with an error for which
+//     errors.Is(err, ctx.Err()) holds, whether it was waiting on the server or
+//     on a backoff.
+//
+// Azure: a BaseURL containing "openai.azure.com" is the resource endpoint
+// (https://NAME.openai.azure.com); the key goes in the api-key header, Model is
+// the deployment name used verbatim, and Options.APIVersion (default
+// DefaultAzureAPIVersion) is sent as api-version. Entra ID tokens are not
+// supported.
+//
+// Wire details worth knowing: an assistant message that only carries tool
+// calls is sent without content, as the API allows; any other message whose
+// content is empty is sent as "(empty)" (an empty system message is dropped),
+// because the API requires content there. A temperature of exactly 0 is sent
+// as the smallest positive float32, since go-openai omits zero. MaxTokens is
+// sent as max_tokens, or as max_completion_tokens for the reasoning models
+// that go-openai knows refuse max_tokens.
+package openai

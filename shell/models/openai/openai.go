@@ -1,0 +1,190 @@
+package openai
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	goopenai "github.com/sashabaranov/go-openai"
+
+	"github.com/stepwise-agent/stepwise/core"
+	"github.com/stepwise-agent/stepwise/shell"
+)
+
+// Defaults used where Options leaves a field at its zero value.
+const (
+	DefaultBaseURL         = "https://api.openai.com/v1"
+	DefaultTimeout         = 60 * time.Second
+	DefaultMaxRetries      = 4
+	DefaultBackoffBase     = 500 * time.Millisecond
+	DefaultMaxBackoff      = 30 * time.Second
+	DefaultAzureAPIVersion = "2024-10-21"
+)
+
+// Options configures a Provider. The zero value of a field means its default.
+type Options struct {
+	// BaseURL is the API root, up to and excluding /chat/completions
+	// (default DefaultBaseURL). For Azure, the resource endpoint.
+	BaseURL string
+	// Model is the model name (for Azure, the deployment name). Required.
+	Model string
+	// APIKeyEnv names the environment variable that holds the API key. It is
+	// read once, by New. Empty means no key (fine for Ollama, llama.cpp).
+	APIKeyEnv string
+	// Timeout bounds each HTTP attempt, reading the reply included
+	// (default DefaultTimeout). Complete as a whole is bounded by its ctx.
+	Timeout time.Duration
+	// MaxRetries is how many times a failed attempt is retried: 0 means
+	// DefaultMaxRetries, -1 means none.
+	MaxRetries int
+	// BackoffBase is the wait before the first retry; it doubles for each
+	// further retry (default DefaultBackoffBase).
+	BackoffBase time.Duration
+	// MaxBackoff caps the computed wait, and is the longest Retry-After the
+	// provider will honour (default DefaultMaxBackoff).
+	MaxBackoff time.Duration
+	// Temperature is sent when set.
+	Temperature *float32
+	// MaxTokens caps the reply's length when positive.
+	MaxTokens int
+	// APIVersion is the Azure api-version (default DefaultAzureAPIVersion);
+	// ignored for other endpoints.
+	APIVersion string
+	// HTTPClient sends the requests (default: a new http.Client).
+	HTTPClient *http.Client
+	// Sleep waits between attempts; it must return ctx.Err() when ctx ends
+	// first. The default waits on a timer. Tests record the waits with it.
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+// Provider is a shell.ModelProvider for one model at one OpenAI-compatible
+// endpoint. It is safe for concurrent use.
+type Provider struct {
+	client      *goopenai.Client
+	model       string
+	baseURL     string
+	keyEnv      string
+	temperature *float32
+	maxTokens   int
+}
+
+var _ shell.ModelProvider = (*Provider)(nil)
+
+// New checks opts, reads the API key from the named variable and returns a
+// Provider. A named variable that is unset or empty is an error.
+func New(opts Options) (*Provider, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, fmt.Errorf("openai: %w", err)
+	}
+	key := ""
+	if o.APIKeyEnv != "" {
+		key = os.Getenv(o.APIKeyEnv)
+		if key == "" {
+			return nil, fmt.Errorf("openai: the variable %s, named to hold the API key, is unset or empty", o.APIKeyEnv)
+		}
+	}
+	var cfg goopenai.ClientConfig
+	if isAzure(o.BaseURL) {
+		cfg = goopenai.DefaultAzureConfig(key, o.BaseURL)
+		cfg.APIVersion = o.APIVersion
+		cfg.AzureModelMapperFunc = func(model string) string { return model }
+	} else {
+		cfg = goopenai.DefaultConfig(key)
+		cfg.BaseURL = o.BaseURL
+	}
+	cfg.HTTPClient = &retryDoer{
+		client:      o.HTTPClient,
+		maxAttempts: o.MaxRetries + 1,
+		base:        o.BackoffBase,
+		max:         o.MaxBackoff,
+		timeout:     o.Timeout,
+		sleep:       o.Sleep,
+		now:         time.Now,
+	}
+	return &Provider{
+		client:      goopenai.NewClientWithConfig(cfg),
+		model:       o.Model,
+		baseURL:     o.BaseURL,
+		keyEnv:      o.APIKeyEnv,
+		temperature: o.Temperature,
+		maxTokens:   o.MaxTokens,
+	}, nil
+}
+
+func (o Options) withDefaults() (Options, error) {
+	var errs []string
+	if strings.TrimSpace(o.Model) == "" {
+		errs = append(errs, "model is empty")
+	}
+	if o.BaseURL == "" {
+		o.BaseURL = DefaultBaseURL
+	}
+	if u, err := url.Parse(o.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		errs = append(errs, fmt.Sprintf("base URL %q is not an http or https URL", o.BaseURL))
+	}
+	switch {
+	case o.MaxRetries == 0:
+		o.MaxRetries = DefaultMaxRetries
+	case o.MaxRetries == -1:
+		o.MaxRetries = 0
+	case o.MaxRetries < -1:
+		errs = append(errs, "max retries is negative (use -1 for none)")
+	}
+	for _, d := range []struct {
+		name string
+		v    *time.Duration
+		def  time.Duration
+	}{
+		{"timeout", &o.Timeout, DefaultTimeout},
+		{"backoff base", &o.BackoffBase, DefaultBackoffBase},
+		{"max backoff", &o.MaxBackoff, DefaultMaxBackoff},
+	} {
+		if *d.v < 0 {
+			errs = append(errs, d.name+" is negative")
+		}
+		if *d.v == 0 {
+			*d.v = d.def
+		}
+	}
+	if o.MaxTokens < 0 {
+		errs = append(errs, "max tokens is negative")
+	}
+	if o.APIVersion == "" {
+		o.APIVersion = DefaultAzureAPIVersion
+	}
+	if o.HTTPClient == nil {
+		o.HTTPClient = &http.Client{}
+	}
+	if o.Sleep == nil {
+		o.Sleep = sleep
+	}
+	if len(errs) > 0 {
+		return o, errors.New(strings.Join(errs, "; "))
+	}
+	return o, nil
+}
+
+func isAzure(baseURL string) bool { return strings.Contains(baseURL, "openai.azure.com") }
+
+// String names the model and endpoint; it never shows the key.
+func (p *Provider) String() string { return fmt.Sprintf("openai model %q at %s", p.model, p.baseURL) }
+
+// Complete sends one chat-completion request, retrying as the package doc
+// describes, and returns the first choice.
+func (p *Provider) Complete(ctx context.Context, req shell.ModelRequest) (core.ModelReply, error) {
+	creq, err := p.chatRequest(req)
+	if err != nil {
+		return core.ModelReply{}, err
+	}
+	resp, err := p.client.CreateChatCompletion(ctx, creq)
+	if err != nil {
+		return core.ModelReply{}, p.explain(ctx, err)
+	}
+	return p.reply(resp)
+}
