@@ -1,0 +1,28 @@
+// Package tools holds the built-in tools the shell runs itself: run_code,
+// read_file, write_file, list_files, http_get, web_search, sql_query, and
+// command tools defined in the agent config by an argv template. (The
+// memory_* built-ins are not here: the runner maps them to the store.)
+//
+// Every tool implements shell.Tool. Its Spec carries a strict JSON Schema
+// (additionalProperties false, required fields, types) that the core checks
+// the model's arguments against before Run is called; Run still decodes the
+// arguments defensively.
+//
+// The contract, common to every tool:
+//
+//   - Run never returns a Go error. Bad arguments, refused paths or hosts,
+//     timeouts, crashes and failed commands come back as core.ToolResult
+//     with Error set, in words the model can act on.
+//   - Run honours ctx: when it is done the tool stops its work, kills the
+//     child processes it started (the whole process group), and returns.
+//   - Every tool has its own limits (time, bytes, rows, entries) with
+//     defaults; when output is cut the result says how much was left out.
+//   - Tools hold configuration, not open files: roots, databases and
+//     scratch directories are opened per call and closed (or removed)
+//     before Run returns. The HTTP tools keep an idle-connection pool.
+//     Every tool is safe for concurrent use.
+//
+// Each constructor takes an options struct whose zero values mean the
+// documented defaults. Builtin builds a built-in by name from Options, and
+// Builtins lists the names it knows.
+package tools

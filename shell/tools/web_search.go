@@ -1,0 +1,299 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/stepwise-agent/stepwise/core"
+	"github.com/stepwise-agent/stepwise/shell"
+)
+
+// The web_search backends.
+const (
+	BackendSearxNG = "searxng"
+	BackendBrave   = "brave"
+)
+
+// Defaults of WebSearchOptions.
+const (
+	DefaultBraveBaseURL    = "https://api.search.brave.com"
+	DefaultBraveAPIKeyEnv  = "BRAVE_API_KEY"
+	DefaultSearchMaxResult = 10
+	DefaultSearchCount     = 5
+	DefaultSearchTimeout   = 15 * time.Second
+	maxSearchResponse      = 4 << 20
+	maxSnippetRunes        = 400
+)
+
+// WebSearchOptions configures web_search. Zero values mean the defaults.
+type WebSearchOptions struct {
+	// Backend is BackendSearxNG (the default) or BackendBrave.
+	Backend string
+	// BaseURL is the server: a SearxNG instance (required for searxng;
+	// GET {BaseURL}/search?q=...&format=json), or the Brave Search API
+	// (default DefaultBraveBaseURL; GET {BaseURL}/res/v1/web/search).
+	BaseURL string
+	// APIKeyEnv names the environment variable holding the Brave API key
+	// (default DefaultBraveAPIKeyEnv); it is read at call time.
+	APIKeyEnv string
+	// MaxResults caps the count the model may ask for
+	// (0: DefaultSearchMaxResult). The count defaults to
+	// DefaultSearchCount, or MaxResults when that is smaller.
+	MaxResults int
+	// Timeout bounds one search (0: DefaultSearchTimeout).
+	Timeout time.Duration
+	// Transport makes the requests (nil: a clone of http.DefaultTransport).
+	Transport http.RoundTripper
+}
+
+func (o WebSearchOptions) withDefaults() WebSearchOptions {
+	if o.Backend == "" {
+		o.Backend = BackendSearxNG
+	}
+	if o.Backend == BackendBrave {
+		if o.BaseURL == "" {
+			o.BaseURL = DefaultBraveBaseURL
+		}
+		if o.APIKeyEnv == "" {
+			o.APIKeyEnv = DefaultBraveAPIKeyEnv
+		}
+	}
+	o.BaseURL = strings.TrimRight(o.BaseURL, "/")
+	if o.MaxResults <= 0 {
+		o.MaxResults = DefaultSearchMaxResult
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultSearchTimeout
+	}
+	if o.Transport == nil {
+		o.Transport = http.DefaultTransport.(*http.Transport).Clone()
+	}
+	return o
+}
+
+func (o WebSearchOptions) validate() error {
+	switch o.Backend {
+	case "", BackendSearxNG:
+		if o.BaseURL == "" {
+			return errors.New("web_search: the searxng backend needs base_url")
+		}
+	case BackendBrave:
+	default:
+		return fmt.Errorf("web_search: backend %q is not one of searxng, brave", o.Backend)
+	}
+	if o.BaseURL != "" {
+		u, err := url.Parse(o.BaseURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("web_search: base_url %q is not an http or https URL", o.BaseURL)
+		}
+	}
+	if o.MaxResults < 0 || o.Timeout < 0 {
+		return errors.New("web_search: limits must not be negative")
+	}
+	return nil
+}
+
+type webSearch struct {
+	opts   WebSearchOptions
+	err    error // a configuration problem, reported by every call
+	client *http.Client
+}
+
+// WebSearch returns the web_search tool: it asks the configured backend
+// and returns a numbered list of title, URL and snippet. Sources holds the
+// URLs. An error status or a malformed answer from the backend is an error
+// the model sees. Idempotent.
+func WebSearch(opts WebSearchOptions) shell.Tool {
+	t := &webSearch{opts: opts.withDefaults(), err: opts.validate()}
+	t.client = &http.Client{Transport: t.opts.Transport}
+	return t
+}
+
+func (t *webSearch) Spec() core.Tool {
+	return core.Tool{
+		Name:        "web_search",
+		Description: "Search the web. Returns a numbered list of results, each a title, URL and snippet; fetch a page for more.",
+		Parameters: objectSchema([]prop{
+			{"query", map[string]any{"type": "string", "minLength": 1, "description": "the search terms"}},
+			{"count", map[string]any{"type": "integer", "minimum": 1, "maximum": t.opts.MaxResults,
+				"default": min(DefaultSearchCount, t.opts.MaxResults), "description": "how many results to return"}},
+		}, "query"),
+		Idempotent: true,
+	}
+}
+
+type webSearchArgs struct {
+	Query string `json:"query"`
+	Count int    `json:"count"`
+}
+
+// searchHit is one result, whichever backend gave it.
+type searchHit struct {
+	Title, URL, Snippet string
+}
+
+func (t *webSearch) Run(ctx context.Context, call core.ToolCall, _ shell.RunContext) core.ToolResult {
+	if t.err != nil {
+		return failf(call, "misconfigured: %v", t.err)
+	}
+	a := webSearchArgs{Count: min(DefaultSearchCount, t.opts.MaxResults)}
+	if err := decodeArgs(call, &a); err != nil {
+		return failf(call, "%v", err)
+	}
+	a.Query = strings.TrimSpace(a.Query)
+	if a.Query == "" {
+		return failf(call, "the query is empty")
+	}
+	if a.Count < 1 || a.Count > t.opts.MaxResults {
+		return failf(call, "count must be between 1 and %d", t.opts.MaxResults)
+	}
+	parent := ctx
+	ctx, cancel := context.WithTimeout(ctx, t.opts.Timeout)
+	defer cancel()
+
+	var hits []searchHit
+	var err error
+	switch t.opts.Backend {
+	case BackendBrave:
+		hits, err = t.brave(ctx, a)
+	default:
+		hits, err = t.searxng(ctx, a)
+	}
+	switch {
+	case parent.Err() != nil:
+		return interrupted(call, parent.Err())
+	case ctx.Err() != nil:
+		return failf(call, "the search backend did not answer within %s", t.opts.Timeout)
+	case err != nil:
+		return failf(call, "%v", err)
+	}
+	if len(hits) > a.Count {
+		hits = hits[:a.Count]
+	}
+	if len(hits) == 0 {
+		return core.ToolResult{CallID: call.ID, Output: fmt.Sprintf("no results for %q", a.Query)}
+	}
+	var b strings.Builder
+	sources := make([]string, 0, len(hits))
+	for i, h := range hits {
+		fmt.Fprintf(&b, "%d. %s\n   %s\n", i+1, h.Title, h.URL)
+		if h.Snippet != "" {
+			fmt.Fprintf(&b, "   %s\n", h.Snippet)
+		}
+		sources = append(sources, h.URL)
+	}
+	return core.ToolResult{CallID: call.ID, Output: strings.TrimSuffix(b.String(), "\n"), Sources: sources}
+}
+
+// searxng asks a SearxNG instance: GET /search?q=...&format=json.
+func (t *webSearch) searxng(ctx context.Context, a webSearchArgs) ([]searchHit, error) {
+	q := url.Values{"q": {a.Query}, "format": {"json"}}
+	var body struct {
+		Results []struct {
+			Title   string `json:"title"`
+			URL     string `json:"url"`
+			Content string `json:"content"`
+		} `json:"results"`
+	}
+	if err := t.getJSON(ctx, t.opts.BaseURL+"/search?"+q.Encode(), nil, &body); err != nil {
+		return nil, err
+	}
+	var hits []searchHit
+	for _, r := range body.Results {
+		hits = appendHit(hits, r.Title, r.URL, r.Content)
+	}
+	return hits, nil
+}
+
+// brave asks the Brave Search API: GET /res/v1/web/search?q=...&count=N
+// with the key in X-Subscription-Token.
+func (t *webSearch) brave(ctx context.Context, a webSearchArgs) ([]searchHit, error) {
+	key := os.Getenv(t.opts.APIKeyEnv)
+	if key == "" {
+		return nil, fmt.Errorf("the Brave API key is missing: environment variable %s is not set", t.opts.APIKeyEnv)
+	}
+	q := url.Values{"q": {a.Query}, "count": {fmt.Sprint(a.Count)}}
+	var body struct {
+		Web struct {
+			Results []struct {
+				Title       string `json:"title"`
+				URL         string `json:"url"`
+				Description string `json:"description"`
+			} `json:"results"`
+		} `json:"web"`
+	}
+	hdr := http.Header{"X-Subscription-Token": {key}}
+	if err := t.getJSON(ctx, t.opts.BaseURL+"/res/v1/web/search?"+q.Encode(), hdr, &body); err != nil {
+		return nil, err
+	}
+	var hits []searchHit
+	for _, r := range body.Web.Results {
+		hits = appendHit(hits, r.Title, r.URL, r.Description)
+	}
+	return hits, nil
+}
+
+// getJSON fetches u and decodes its JSON body into v. A non-2xx status and
+// a body that is not the expected JSON are errors.
+func (t *webSearch) getJSON(ctx context.Context, u string, hdr http.Header, v any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	for k, vs := range hdr {
+		req.Header[k] = vs
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", "stepwise-web_search/1")
+	resp, err := t.client.Do(req)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return fmt.Errorf("the search backend is unreachable: %v", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxSearchResponse))
+	if err != nil {
+		return fmt.Errorf("reading the search backend's answer: %v", err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return fmt.Errorf("the search backend answered %s: %s", resp.Status, tail(toText(body, false), errorBodyBytes))
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return fmt.Errorf("the search backend's answer is not the expected JSON: %v", err)
+	}
+	return nil
+}
+
+var htmlTag = regexp.MustCompile(`<[^>]*>`)
+
+// appendHit adds a result with a URL, its title and snippet made plain text
+// (tags stripped, entities decoded, whitespace collapsed, snippet capped).
+func appendHit(hits []searchHit, title, u, snippet string) []searchHit {
+	if strings.TrimSpace(u) == "" {
+		return hits
+	}
+	plain := func(s string) string {
+		return strings.Join(strings.Fields(html.UnescapeString(htmlTag.ReplaceAllString(s, ""))), " ")
+	}
+	title, snippet = plain(title), plain(snippet)
+	if title == "" {
+		title = "(untitled)"
+	}
+	if r := []rune(snippet); len(r) > maxSnippetRunes {
+		snippet = string(r[:maxSnippetRunes]) + "…"
+	}
+	return append(hits, searchHit{Title: title, URL: strings.TrimSpace(u), Snippet: snippet})
+}
