@@ -5,7 +5,9 @@ FUZZTIME ?= 30s
 
 all: build
 
-build:
+## build: compile everything and the CLI into bin/.
+
+build: bin/stepwise
 	$(GO) build ./...
 
 ## test: vet, then every test with the race detector (fuzz corpora run as tests).
@@ -31,8 +33,13 @@ fuzz:
 	@for t in $$($(GO) test -list '^Fuzz' ./core/ | grep '^Fuzz'); do \
 		echo "== $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./core/ || exit 1; done
 
-demo:
-	@echo "make demo: not yet (the CLI lands with the CLI issue)"
+## demo: build the CLI and run an example agent offline, end to end.
+demo: bin/stepwise
+	@cmd/stepwise/demo.sh
+
+.PHONY: bin/stepwise
+bin/stepwise:
+	$(GO) build -o bin/stepwise ./cmd/stepwise
 
 clean:
 	rm -rf bin

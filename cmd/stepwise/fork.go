@@ -1,0 +1,119 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"github.com/stepwise-agent/stepwise/core"
+	"github.com/stepwise-agent/stepwise/shell"
+	"github.com/stepwise-agent/stepwise/shell/agent"
+)
+
+func init() {
+	c := &command{name: "fork", args: "RUN_ID --at STEP [--result FILE] [--script FILE]", summary: "start a new run from a step of a recorded run",
+		help: `Starts a new run from the state at STEP of RUN_ID, then continues live.
+With --result, STEP's request gets that result instead of being performed again:
+a model reply {"text": "...", "tool_calls": [{"id", "name", "arguments"}]} or tool
+results [{"tool_call_id": ..., "result": ...}]. With --script, the new run's model
+calls are answered from the script, starting at its first line.`}
+	c.run = func(e *env, args []string) int {
+		fs := e.flags(c)
+		db := e.dbFlag(fs)
+		at := fs.Int("at", -1, "the step to fork from (see stepwise show RUN_ID)")
+		resultFile := fs.String("result", "", "a different result for STEP (JSON), - for stdin")
+		script := fs.String("script", "", "answer the new run's model calls from this JSONL script")
+		asJSON := fs.Bool("json", false, "print one JSON object (see stepwise help run)")
+		quiet := fs.Bool("quiet", false, "no progress on stderr")
+		pos, code := e.parse(c, fs, args, 1, 1)
+		if code >= 0 {
+			return code
+		}
+		if *at < 0 {
+			fmt.Fprintf(e.stderr, "stepwise fork: --at STEP is required\n")
+			return exitUsage
+		}
+		var res core.Result
+		if *resultFile != "" {
+			data, err := e.readInput(*resultFile)
+			if err != nil {
+				return e.runErr(c.name, err)
+			}
+			if res, err = parseForkResult(data); err != nil {
+				fmt.Fprintf(e.stderr, "stepwise fork: --result: %v\n", err)
+				return exitUsage
+			}
+		}
+		st, code := e.openStore(c.name, *db)
+		if code >= 0 {
+			return code
+		}
+		defer st.Close()
+		ctx, stop := signalContext()
+		defer stop()
+		info, err := st.Run(ctx, pos[0])
+		if err != nil {
+			return e.storeErr(c.name, err)
+		}
+		spec, opts, err := agent.FromSource(info.Config)
+		if err != nil {
+			return e.runErr(c.name, err)
+		}
+		if *script != "" {
+			rec, err := st.LoadStep(ctx, pos[0], *at)
+			if err != nil {
+				return e.storeErr(c.name, err)
+			}
+			// The script's first line answers the first model call after the fork.
+			opts = agent.BuildOptions{Script: *script, ScriptOffset: rec.State.Counters.ModelCalls}
+			if rec.State.Pending != nil && rec.State.Pending.Kind == core.PendingModel && res == nil {
+				opts.ScriptOffset--
+			}
+		}
+		ag, code := e.build(c.name, spec, opts)
+		if code >= 0 {
+			return code
+		}
+		out, err := e.runner(spec, st, *quiet || *asJSON).Fork(ctx, ag, pos[0], *at, res)
+		if err != nil {
+			return e.runErr(c.name, err)
+		}
+		return e.report(out, *asJSON)
+	}
+	register(c)
+}
+
+// parseForkResult reads a model reply (an object) or tool results (an array).
+func parseForkResult(data []byte) (core.Result, error) {
+	data = bytes.TrimSpace(data)
+	if len(data) > 0 && data[0] == '[' {
+		res, err := shell.ParseResults(data)
+		if err != nil {
+			return nil, err
+		}
+		return core.ToolResults{Results: res}, nil
+	}
+	var reply struct {
+		Text      string `json:"text"`
+		ToolCalls []struct {
+			ID        string          `json:"id"`
+			Name      string          `json:"name"`
+			Arguments json.RawMessage `json:"arguments"`
+		} `json:"tool_calls"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&reply); err != nil {
+		return nil, fmt.Errorf("want a model reply object or a tool results array: %v", err)
+	}
+	r := core.ModelReply{Text: reply.Text}
+	for _, c := range reply.ToolCalls {
+		args := string(c.Arguments)
+		var s string
+		if json.Unmarshal(c.Arguments, &s) == nil {
+			args = s
+		}
+		r.Calls = append(r.Calls, core.NativeCall{ID: c.ID, Name: c.Name, Arguments: args})
+	}
+	return r, nil
+}

@@ -1,0 +1,184 @@
+// Command stepwise runs LLM agents as checkpointed, replayable state machines.
+//
+// Run `stepwise help` for the commands and exit codes.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+)
+
+// Exit codes, documented in `stepwise help`.
+const (
+	exitCompleted   = 0
+	exitFailed      = 1
+	exitUsage       = 2
+	exitPaused      = 3
+	exitInterrupted = 4
+	exitInternal    = 5
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "0.1.0-dev"
+
+// command is one subcommand.
+type command struct {
+	name, args, summary, help string
+	run                       func(env *env, args []string) int
+}
+
+var commands = map[string]*command{}
+
+func register(c *command) { commands[c.name] = c }
+
+// env is what a command may touch: its streams and environment.
+type env struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	getenv         func(string) string
+}
+
+func main() {
+	e := &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}
+	os.Exit(e.main(os.Args[1:]))
+}
+
+func (e *env) main(args []string) (code int) {
+	defer func() {
+		if p := recover(); p != nil {
+			fmt.Fprintf(e.stderr, "stepwise: internal error: %v\n", p)
+			code = exitInternal
+		}
+	}()
+	if len(args) == 0 {
+		e.usage(e.stderr)
+		return exitUsage
+	}
+	name := args[0]
+	switch name {
+	case "-h", "--help", "-help":
+		e.usage(e.stdout)
+		return 0
+	case "-v", "--version":
+		name = "version"
+	}
+	c, ok := commands[name]
+	if !ok {
+		fmt.Fprintf(e.stderr, "stepwise: unknown command %q\n\n", name)
+		e.usage(e.stderr)
+		return exitUsage
+	}
+	return c.run(e, args[1:])
+}
+
+const exitCodesHelp = `Exit codes:
+  0  the run completed (or the command succeeded)
+  1  the run failed (or replay found a divergence)
+  2  usage or config error (bad flags, bad agent file, bad results)
+  3  the run is paused awaiting tool results (resume it with --results)
+  4  the run was interrupted (resume it with stepwise resume RUN_ID)
+  5  internal error (the store, the disk)
+`
+
+func (e *env) usage(w io.Writer) {
+	fmt.Fprintf(w, "stepwise runs LLM agents as checkpointed, replayable state machines.\n\nUsage: stepwise COMMAND [ARGS]\n\nCommands:\n")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-9s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprintf(w, "\nRun `stepwise help COMMAND` or `stepwise COMMAND --help` for details.\n\n%s", exitCodesHelp)
+	fmt.Fprintf(w, "\nEnvironment:\n  STEPWISE_DB  the database file when --db is not given (default ./stepwise.db)\n  NO_COLOR     plain progress output\n")
+}
+
+// flags builds a command's flag set; parse accepts flags before, between and
+// after positional arguments.
+func (e *env) flags(c *command) *flag.FlagSet {
+	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	return fs
+}
+
+// parse parses args into fs and returns the positional arguments, or a usage
+// error (with the command's help for -h).
+func (e *env) parse(c *command, fs *flag.FlagSet, args []string, min, max int) ([]string, int) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				e.commandHelp(e.stdout, c, fs)
+				return nil, 0
+			}
+			fmt.Fprintf(e.stderr, "stepwise %s: %v\n", c.name, err)
+			fmt.Fprintf(e.stderr, "usage: stepwise %s %s\n", c.name, c.args)
+			return nil, exitUsage
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			break
+		}
+		if args[0] == "--" {
+			pos = append(pos, args[1:]...)
+			break
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+	if len(pos) < min || (max >= 0 && len(pos) > max) {
+		fmt.Fprintf(e.stderr, "stepwise %s: wrong number of arguments\nusage: stepwise %s %s\n", c.name, c.name, c.args)
+		return nil, exitUsage
+	}
+	return pos, -1
+}
+
+func (e *env) commandHelp(w io.Writer, c *command, fs *flag.FlagSet) {
+	fmt.Fprintf(w, "usage: stepwise %s %s\n\n%s\n", c.name, c.args, strings.TrimSpace(c.help))
+	if fs != nil {
+		var b strings.Builder
+		fs.SetOutput(&b)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+		if b.Len() > 0 {
+			fmt.Fprintf(w, "\nFlags:\n%s", b.String())
+		}
+	}
+}
+
+func init() {
+	register(&command{name: "help", args: "[COMMAND]", summary: "show help for stepwise or a command",
+		help: "Shows the commands, or one command's usage and flags.",
+		run: func(e *env, args []string) int {
+			if len(args) == 0 {
+				e.usage(e.stdout)
+				return 0
+			}
+			c, ok := commands[args[0]]
+			if !ok {
+				fmt.Fprintf(e.stderr, "stepwise help: unknown command %q\n", args[0])
+				return exitUsage
+			}
+			// Build the flag set the command would use, for its defaults.
+			c.run(&env{stdin: strings.NewReader(""), stdout: e.stdout, stderr: io.Discard, getenv: e.getenv}, []string{"--help"})
+			return 0
+		}})
+	register(&command{name: "version", args: "", summary: "print the version",
+		help: "Prints the version of stepwise.",
+		run: func(e *env, args []string) int {
+			c := commands["version"]
+			fs := e.flags(c)
+			if _, code := e.parse(c, fs, args, 0, 0); code >= 0 {
+				return code
+			}
+			fmt.Fprintf(e.stdout, "stepwise %s\n", version)
+			return 0
+		}})
+}

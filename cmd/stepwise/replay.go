@@ -1,0 +1,73 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/stepwise-agent/stepwise/shell"
+	"github.com/stepwise-agent/stepwise/shell/agent"
+)
+
+func init() {
+	c := &command{name: "replay", args: "RUN_ID [--agent AGENT.toml]", summary: "re-drive a recorded run offline and check it decides the same",
+		help: `Re-drives the core with the run's recorded results, calling no model and no tool,
+and checks that every action matches the recording byte for byte. With --agent
+(a changed prompt, a new limit), reports the first step where the decisions
+diverge, the recorded and the new action side by side.
+Exit 0 when identical, 1 on divergence.`}
+	c.run = func(e *env, args []string) int {
+		fs := e.flags(c)
+		db := e.dbFlag(fs)
+		agentFile := fs.String("agent", "", "replay with this agent file instead of the recorded one")
+		asJSON := fs.Bool("json", false, "print the report as JSON")
+		pos, code := e.parse(c, fs, args, 1, 1)
+		if code >= 0 {
+			return code
+		}
+		st, code := e.openStore(c.name, *db)
+		if code >= 0 {
+			return code
+		}
+		defer st.Close()
+		ctx, stop := signalContext()
+		defer stop()
+		var spec *agent.Spec
+		if *agentFile != "" {
+			if spec, code = e.loadAgent(c.name, *agentFile); code >= 0 {
+				return code
+			}
+		} else {
+			info, err := st.Run(ctx, pos[0])
+			if err != nil {
+				return e.storeErr(c.name, err)
+			}
+			if spec, _, err = agent.FromSource(info.Config); err != nil {
+				return e.runErr(c.name, err)
+			}
+		}
+		rep, err := shell.Replay(ctx, st, pos[0], spec.Config)
+		if err != nil {
+			return e.storeErr(c.name, err)
+		}
+		if *asJSON {
+			out := map[string]any{"run_id": rep.RunID, "steps": rep.Steps, "identical": rep.Diverged == nil}
+			if d := rep.Diverged; d != nil {
+				out["divergence"] = map[string]any{"step": d.Seq, "recorded": d.Recorded, "replayed": d.Replayed, "detail": d.Detail}
+			}
+			b, _ := json.Marshal(out)
+			fmt.Fprintln(e.stdout, string(b))
+		} else if d := rep.Diverged; d != nil {
+			fmt.Fprintf(e.stdout, "run %s diverges at step %d:\n  recorded: %s\n  replayed: %s\n", rep.RunID, d.Seq, d.Recorded, d.Replayed)
+			if d.Detail != "" {
+				fmt.Fprintf(e.stdout, "  %s\n", d.Detail)
+			}
+		} else {
+			fmt.Fprintf(e.stdout, "run %s: %d steps replayed, identical\n", rep.RunID, rep.Steps)
+		}
+		if rep.Diverged != nil {
+			return exitFailed
+		}
+		return 0
+	}
+	register(c)
+}

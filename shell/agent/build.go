@@ -1,0 +1,87 @@
+package agent
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+
+	"github.com/stepwise-agent/stepwise/core"
+	"github.com/stepwise-agent/stepwise/shell"
+	"github.com/stepwise-agent/stepwise/shell/models/openai"
+	"github.com/stepwise-agent/stepwise/shell/models/script"
+)
+
+// BuildOptions change how an agent is built for one command.
+type BuildOptions struct {
+	// Script, when set, answers the primary model from this JSONL file.
+	Script string
+	// ScriptOffset is the number of model calls made before the script
+	// starts answering (a fork continues a run on a new script).
+	ScriptOffset int
+}
+
+// Build creates the live agent: model providers and tool implementations.
+func (s *Spec) Build(opts BuildOptions) (*shell.Agent, error) {
+	ag := &shell.Agent{
+		Config:       s.Config,
+		Models:       map[core.ModelRole]shell.ModelProvider{},
+		Tools:        map[string]shell.Tool{},
+		ToolTimeouts: s.ToolTimeouts,
+	}
+	for role, m := range s.File.Models {
+		r := core.ModelRole(role)
+		if r == core.Primary && opts.Script != "" {
+			m = Model{Provider: "script", Script: opts.Script}
+		}
+		p, err := s.provider(m, opts.ScriptOffset)
+		if err != nil {
+			return nil, fmt.Errorf("models.%s: %w", role, err)
+		}
+		ag.Models[r] = p
+	}
+	if opts.Script != "" && ag.Models[core.Primary] == nil {
+		p, err := s.provider(Model{Provider: "script", Script: opts.Script}, opts.ScriptOffset)
+		if err != nil {
+			return nil, err
+		}
+		ag.Models[core.Primary] = p
+	}
+	for _, impl := range s.impls {
+		ag.Tools[impl.Spec().Name] = impl
+	}
+	ag.Source = s.sourceWith(opts)
+	return ag, nil
+}
+
+func (s *Spec) provider(m Model, offset int) (shell.ModelProvider, error) {
+	switch m.Provider {
+	case "script":
+		p, err := script.Load(s.Resolve(m.Script))
+		if err != nil {
+			return nil, err
+		}
+		return p.WithOffset(offset), nil
+	case "openai":
+		timeout, _ := duration(m.Timeout)
+		return openai.New(openai.Options{
+			BaseURL: m.BaseURL, Model: m.Model, APIKeyEnv: m.APIKeyEnv, Timeout: timeout,
+			MaxRetries: m.MaxRetries, Temperature: m.Temperature, MaxTokens: m.MaxTokens,
+		})
+	}
+	return nil, fmt.Errorf("unknown provider %q", m.Provider)
+}
+
+// sourceWith records the agent file and the script override, so resuming
+// the run later rebuilds the same agent.
+func (s *Spec) sourceWith(opts BuildOptions) []byte {
+	src := source{Path: s.Path, Dir: s.Dir, TOML: string(s.Text)}
+	if opts.Script != "" {
+		abs, err := filepath.Abs(opts.Script)
+		if err == nil {
+			src.Script = abs
+		}
+		src.ScriptOffset = opts.ScriptOffset
+	}
+	b, _ := json.Marshal(src)
+	return b
+}

@@ -1,0 +1,108 @@
+package agent
+
+// File is the TOML shape of an agent file.
+type File struct {
+	Name         string           `toml:"name"`
+	SystemPrompt string           `toml:"system_prompt"`
+	Format       string           `toml:"format"`
+	StuckPhrases []string         `toml:"stuck_phrases"`
+	Models       map[string]Model `toml:"models"`
+	Limits       Limits           `toml:"limits"`
+	Policy       Policy           `toml:"policy"`
+	Memory       Memory           `toml:"memory"`
+	Run          Run              `toml:"run"`
+	Tools        []ToolTable      `toml:"tools"`
+	MCP          []MCPServer      `toml:"mcp"`
+}
+
+// Model configures one model role.
+type Model struct {
+	Provider    string   `toml:"provider"`
+	Model       string   `toml:"model"`
+	BaseURL     string   `toml:"base_url"`
+	APIKeyEnv   string   `toml:"api_key_env"`
+	Timeout     string   `toml:"timeout"`
+	MaxRetries  int      `toml:"max_retries"`
+	Temperature *float32 `toml:"temperature"`
+	MaxTokens   int      `toml:"max_tokens"`
+	Script      string   `toml:"script"`
+}
+
+// Limits mirrors core.Limits.
+type Limits struct {
+	MaxSteps        int `toml:"max_steps"`
+	MaxCallsPerTurn int `toml:"max_calls_per_turn"`
+	MaxRepeats      int `toml:"max_repeats"`
+	MaxCorrections  int `toml:"max_corrections"`
+	MaxEscalations  int `toml:"max_escalations"`
+	ToolResultBytes int `toml:"tool_result_bytes"`
+	MaxStateBytes   int `toml:"max_state_bytes"`
+}
+
+// Policy mirrors core.Policy.
+type Policy struct {
+	Parallel          bool `toml:"parallel"`
+	StopOnError       bool `toml:"stop_on_error"`
+	RejectUnknownArgs bool `toml:"reject_unknown_args"`
+	NoCorrections     bool `toml:"no_corrections"`
+}
+
+// Memory mirrors core.Memory.
+type Memory struct {
+	Tools       bool   `toml:"tools"`
+	Recall      bool   `toml:"recall"`
+	RecallLimit int    `toml:"recall_limit"`
+	Namespace   string `toml:"namespace"`
+}
+
+// Run holds the shell's limits for runs of this agent.
+type Run struct {
+	ToolTimeout   string `toml:"tool_timeout"`
+	RunTimeout    string `toml:"run_timeout"`
+	MaxToolOutput int    `toml:"max_tool_output"`
+}
+
+// ToolTable is one [[tools]] entry: a built-in (builtin = NAME), an external
+// tool (mode = "external"), or a command tool (command = [...]). Options that
+// do not apply to its kind are errors.
+type ToolTable struct {
+	Builtin        string   `toml:"builtin"`
+	Name           string   `toml:"name"`
+	Description    string   `toml:"description"`
+	Mode           string   `toml:"mode"`
+	Parameters     any      `toml:"parameters"`
+	Idempotent     *bool    `toml:"idempotent"`
+	Timeout        string   `toml:"timeout"`
+	MaxResultBytes int      `toml:"max_result_bytes"`
+	Command        []string `toml:"command"`
+	Stdin          string   `toml:"stdin"`
+	Dir            string   `toml:"dir"`
+	Env            []string `toml:"env"`
+	PassContext    bool     `toml:"pass_context"`
+	MaxOutput      int      `toml:"max_output"`
+	// Built-in options.
+	Languages  []string `toml:"languages"`
+	Root       string   `toml:"root"`
+	AllowHosts []string `toml:"allow_hosts"`
+	MaxBytes   int      `toml:"max_bytes"`
+	Backend    string   `toml:"backend"`
+	BaseURL    string   `toml:"base_url"`
+	APIKeyEnv  string   `toml:"api_key_env"`
+	MaxResults int      `toml:"max_results"`
+	Path       string   `toml:"path"`
+	MaxRows    int      `toml:"max_rows"`
+}
+
+// MCPServer is one [[mcp]] entry (see the MCP support).
+type MCPServer struct {
+	Name       string            `toml:"name"`
+	Command    string            `toml:"command"`
+	Args       []string          `toml:"args"`
+	Env        map[string]string `toml:"env"`
+	URL        string            `toml:"url"`
+	Headers    map[string]string `toml:"headers"`
+	Allow      []string          `toml:"allow"`
+	Deny       []string          `toml:"deny"`
+	Timeout    string            `toml:"timeout"`
+	Idempotent bool              `toml:"idempotent"`
+}

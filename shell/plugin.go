@@ -1,0 +1,51 @@
+package shell
+
+import (
+	"context"
+	"errors"
+
+	"github.com/stepwise-agent/stepwise/core"
+)
+
+// ModelRequest is one chat-completion request.
+type ModelRequest struct {
+	// Role is the core's model role (primary or helper).
+	Role core.ModelRole
+	// Call is the 1-based ordinal of this model call in the run (all roles),
+	// taken from the checkpointed state, so it is the same after a crash.
+	Call int
+	// Messages is the conversation, system message first.
+	Messages []core.Message
+	// Tools are sent natively (OpenAI "tools") when non-empty.
+	Tools []core.Tool
+}
+
+// ModelProvider calls one configured model. It returns the model's reply, or
+// an error once it has given up (after its own retries). A context error
+// means the run was interrupted, not that the model failed.
+type ModelProvider interface {
+	Complete(ctx context.Context, req ModelRequest) (core.ModelReply, error)
+}
+
+// ErrModelPermanent marks provider errors that retrying cannot fix (401, 404,
+// a malformed request); providers wrap it so callers can tell.
+var ErrModelPermanent = errors.New("permanent model error")
+
+// RunContext identifies the run and step a tool call belongs to. Tools that
+// ask for it receive it (for example as environment variables).
+type RunContext struct {
+	RunID string
+	Step  int
+	Agent string
+}
+
+// Tool is a tool the shell runs itself. Run never returns a Go error: a
+// failure (bad input, timeout, crash, non-zero exit) is a ToolResult with
+// Error set, which the model sees. Run must honour ctx: when it is done the
+// tool stops its work (and any child processes) and returns promptly.
+type Tool interface {
+	// Spec describes the tool to the core: name, description, JSON Schema
+	// of the arguments, and whether re-running it after a crash is safe.
+	Spec() core.Tool
+	Run(ctx context.Context, call core.ToolCall, rc RunContext) core.ToolResult
+}

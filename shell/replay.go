@@ -1,0 +1,108 @@
+package shell
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/stepwise-agent/stepwise/core"
+	"github.com/stepwise-agent/stepwise/store"
+)
+
+// Divergence is the first step where re-driving the core with the recorded
+// results decides differently from the recording.
+type Divergence struct {
+	Seq      int
+	Recorded string // the recorded action, rendered by the core
+	Replayed string // the action the core decides now (or the error)
+	// Detail says what differs when the two render alike (a message's text,
+	// a counter in the state).
+	Detail string
+}
+
+// ReplayReport is the outcome of a replay.
+type ReplayReport struct {
+	RunID string
+	Steps int // steps compared
+	// Diverged is nil when every action matched the recording.
+	Diverged *Divergence
+}
+
+// errStop ends the iteration over steps at the first divergence.
+var errStop = errors.New("stop")
+
+// Replay re-drives the core over a recorded run with cfg, feeding it the
+// recorded results, without calling any model or tool, and compares every
+// action (and its continuation state) with the recording, byte for byte.
+func Replay(ctx context.Context, st Store, runID string, cfg core.Config) (ReplayReport, error) {
+	rep := ReplayReport{RunID: runID}
+	var cur core.State
+	err := st.Steps(ctx, runID, func(rec store.StepRecord) error {
+		if rec.Seq == 0 {
+			cur = rec.State
+			return nil
+		}
+		rep.Steps++
+		diverge := func(replayed string) error {
+			rep.Diverged = &Divergence{Seq: rec.Seq, Recorded: core.DescribeAction(rec.Action), Replayed: replayed}
+			return errStop
+		}
+		if rec.Result != nil {
+			next, err := core.Resume(cfg, cur, rec.Result)
+			if err != nil {
+				return diverge("the recorded result no longer fits: " + err.Error())
+			}
+			cur = next
+		}
+		a, err := core.Step(cfg, cur)
+		if err != nil {
+			return diverge("error: " + err.Error())
+		}
+		if !sameAction(a, rec.Action) {
+			err := diverge(core.DescribeAction(a))
+			rep.Diverged.Detail = difference(rec.Action, a)
+			return err
+		}
+		cur = a.Next()
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return rep, fmt.Errorf("replay %s: %w", runID, err)
+	}
+	return rep, nil
+}
+
+func sameAction(a, b core.Action) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	ab, err1 := core.EncodeAction(a)
+	bb, err2 := core.EncodeAction(b)
+	if err1 != nil || err2 != nil || !bytes.Equal(ab, bb) {
+		return false
+	}
+	as, err1 := core.EncodeState(a.Next())
+	bs, err2 := core.EncodeState(b.Next())
+	return err1 == nil && err2 == nil && bytes.Equal(as, bs)
+}
+
+// difference finds the first difference between two actions that render the
+// same: a message sent to the model, or the continuation state.
+func difference(recorded, replayed core.Action) string {
+	if core.DescribeAction(recorded) != core.DescribeAction(replayed) {
+		return ""
+	}
+	rm, ok1 := recorded.(core.RequestModelCall)
+	pm, ok2 := replayed.(core.RequestModelCall)
+	if ok1 && ok2 {
+		for i := 0; i < len(rm.Messages) && i < len(pm.Messages); i++ {
+			r, p := core.DescribeMessage(rm.Messages[i]), core.DescribeMessage(pm.Messages[i])
+			if r != p {
+				return fmt.Sprintf("message %d differs:\n  recorded: %s\n  replayed: %s", i, r, p)
+			}
+		}
+	}
+	return fmt.Sprintf("the continuation state differs:\n  recorded: %s\n  replayed: %s",
+		core.DescribeState(recorded.Next()), core.DescribeState(replayed.Next()))
+}

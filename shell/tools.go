@@ -1,0 +1,180 @@
+package shell
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/stepwise-agent/stepwise/core"
+	"github.com/stepwise-agent/stepwise/store"
+)
+
+// unknownOutcome is what the model sees for a non-idempotent call that was
+// in flight when the process died: it may or may not have happened.
+const unknownOutcome = "outcome unknown: the run was interrupted while this call was running and the tool is not idempotent, so it was not run again; check its effect before retrying"
+
+// runTools performs one RequestToolCalls. Calls already completed before a
+// crash are not run again; calls that were in flight run again only when the
+// tool is idempotent. Each call's intent is durable before it starts and its
+// outcome right after. Results come back in the model's order.
+func (r *Runner) runTools(ctx context.Context, ag *Agent, cur *cursor, a core.RequestToolCalls) (core.Result, error) {
+	intents, err := r.store.Intents(ctx, cur.id, cur.seq)
+	if err != nil {
+		return nil, fmt.Errorf("load intents: %w", err)
+	}
+	known := make(map[string]store.Intent, len(intents))
+	for _, in := range intents {
+		known[in.CallID] = in
+	}
+	results := make([]core.ToolResult, len(a.Calls))
+	done := make([]bool, len(a.Calls))
+	var todo []int
+	for i, c := range a.Calls {
+		in, seen := known[c.ID]
+		switch {
+		case seen && in.State == store.IntentCompleted && in.Result != nil:
+			results[i], done[i] = *in.Result, true
+		case seen && !r.idempotent(ag, c.Name):
+			results[i], done[i] = core.ToolResult{CallID: c.ID, Error: unknownOutcome}, true
+			if err := r.store.RecordOutcome(context.WithoutCancel(ctx), cur.id, cur.seq, results[i]); err != nil {
+				return nil, fmt.Errorf("record outcome of %s: %w", c.ID, err)
+			}
+		default:
+			todo = append(todo, i)
+		}
+	}
+
+	run := func(i int) error {
+		c := a.Calls[i]
+		if err := r.store.RecordIntent(context.WithoutCancel(ctx), cur.id, cur.seq, c); err != nil {
+			return fmt.Errorf("record intent of %s: %w", c.ID, err)
+		}
+		start := time.Now()
+		res := r.callTool(ctx, ag, cur, c)
+		if ctx.Err() != nil {
+			return ctx.Err() // leave the call in flight: interrupted, not completed
+		}
+		if err := r.store.RecordOutcome(context.WithoutCancel(ctx), cur.id, cur.seq, res); err != nil {
+			return fmt.Errorf("record outcome of %s: %w", c.ID, err)
+		}
+		results[i], done[i] = res, true
+		r.emit(Event{RunID: cur.id, Seq: cur.seq, Kind: "tool", Text: describeToolResult(c, res), Duration: time.Since(start)})
+		return nil
+	}
+
+	if a.Parallel && !a.StopOnError && len(todo) > 1 {
+		var wg sync.WaitGroup
+		errs := make([]error, len(todo))
+		for k, i := range todo {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[k] = run(i)
+			}()
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				return nil, err
+			}
+		}
+	} else {
+		for _, i := range todo {
+			if a.StopOnError && anyFailed(results, done) {
+				break
+			}
+			if err := run(i); err != nil {
+				return nil, err
+			}
+		}
+	}
+
+	out := make([]core.ToolResult, 0, len(a.Calls))
+	for i := range a.Calls {
+		if done[i] {
+			out = append(out, results[i])
+		}
+	}
+	return core.ToolResults{Results: out}, nil
+}
+
+func anyFailed(results []core.ToolResult, done []bool) bool {
+	for i, r := range results {
+		if done[i] && r.Failed() {
+			return true
+		}
+	}
+	return false
+}
+
+// callTool runs one call with its timeout, turning panics and timeouts into
+// tool errors and capping the output.
+func (r *Runner) callTool(ctx context.Context, ag *Agent, cur *cursor, c core.ToolCall) (res core.ToolResult) {
+	t := ag.Tools[c.Name]
+	if t == nil {
+		return core.ToolResult{CallID: c.ID, Error: fmt.Sprintf("tool %q is not available in this shell", c.Name)}
+	}
+	timeout := r.opts.ToolTimeout
+	if d, ok := ag.ToolTimeouts[c.Name]; ok && d > 0 {
+		timeout = d
+	}
+	tctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	defer func() {
+		if p := recover(); p != nil {
+			res = core.ToolResult{CallID: c.ID, Error: fmt.Sprintf("the tool crashed: %v", p)}
+		}
+	}()
+	res = t.Run(tctx, c, RunContext{RunID: cur.id, Step: cur.seq, Agent: ag.Config.Name})
+	res.CallID = c.ID
+	if tctx.Err() == context.DeadlineExceeded && ctx.Err() == nil && !res.Failed() {
+		res = core.ToolResult{CallID: c.ID, Error: fmt.Sprintf("timed out after %s", timeout)}
+	}
+	res.Output = capBytes(res.Output, r.opts.MaxToolOutput)
+	res.Error = capBytes(res.Error, r.opts.MaxToolOutput)
+	return res
+}
+
+func (r *Runner) idempotent(ag *Agent, name string) bool {
+	if t := ag.Tools[name]; t != nil && t.Spec().Idempotent {
+		return true
+	}
+	for _, t := range ag.Config.ToolList() {
+		if t.Name == name {
+			return t.Idempotent
+		}
+	}
+	return false
+}
+
+// capBytes cuts s to n bytes on a UTF-8 boundary, saying so.
+func capBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && s[cut]&0xC0 == 0x80 {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf("\n[output capped at %d of %d bytes]", cut, len(s))
+}
+
+func describeToolResult(c core.ToolCall, r core.ToolResult) string {
+	if r.Failed() {
+		return fmt.Sprintf("%s#%s failed: %s", c.Name, c.ID, firstLine(r.Error))
+	}
+	return fmt.Sprintf("%s#%s ok (%d bytes)", c.Name, c.ID, len(r.Output))
+}
+
+func firstLine(s string) string {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\n' {
+			return s[:i] + " …"
+		}
+	}
+	if len(s) > 120 {
+		return s[:120] + "…"
+	}
+	return s
+}
