@@ -37,10 +37,25 @@ var errStop = errors.New("stop")
 // action (and its continuation state) with the recording, byte for byte.
 func Replay(ctx context.Context, st Store, runID string, cfg core.Config) (ReplayReport, error) {
 	rep := ReplayReport{RunID: runID}
+	info, err := st.Run(ctx, runID)
+	if err != nil {
+		return rep, fmt.Errorf("replay %s: %w", runID, err)
+	}
 	var cur core.State
-	err := st.Steps(ctx, runID, func(rec store.StepRecord) error {
+	err = st.Steps(ctx, runID, func(rec store.StepRecord) error {
 		if rec.Seq == 0 {
 			cur = rec.State
+			if info.ParentID != "" {
+				return nil // a fork starts from a state of its parent
+			}
+			// A run starts from its input: a changed prompt or tool list
+			// shows in the first request.
+			first, err := core.Start(cfg, core.Request{Input: info.Input})
+			if err != nil {
+				rep.Diverged = &Divergence{Seq: 0, Recorded: core.DescribeState(rec.State), Replayed: "error: " + err.Error()}
+				return errStop
+			}
+			cur = first
 			return nil
 		}
 		rep.Steps++

@@ -161,6 +161,10 @@ func init() {
 				e.usage(e.stdout)
 				return 0
 			}
+			if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+				e.commandHelp(e.stdout, commands["help"], nil)
+				return 0
+			}
 			c, ok := commands[args[0]]
 			if !ok {
 				fmt.Fprintf(e.stderr, "stepwise help: unknown command %q\n", args[0])

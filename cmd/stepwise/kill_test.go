@@ -1,0 +1,177 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stepwise-agent/stepwise/core"
+	"github.com/stepwise-agent/stepwise/store"
+)
+
+const killTurns = 6
+
+// killAgent writes an agent whose model (a script) calls a slow, idempotent
+// command tool once per turn; the tool appends its argument to a log, so
+// the test can count how often each call really ran.
+func killAgent(t *testing.T) string {
+	dir := t.TempDir()
+	var script strings.Builder
+	for i := 1; i <= killTurns; i++ {
+		fmt.Fprintf(&script, `{"tool_calls": [{"id": "t%d", "name": "work", "arguments": {"x": "t%d"}}]}`+"\n", i, i)
+	}
+	script.WriteString(`{"text": "all work done"}` + "\n")
+	os.WriteFile(filepath.Join(dir, "script.jsonl"), []byte(script.String()), 0o644)
+	agent := `name = "killtest"
+system_prompt = "Work."
+[models.primary]
+provider = "script"
+script = "script.jsonl"
+[[tools]]
+name = "work"
+command = ["sh", "-c", "sleep 0.05; echo {{x}} >> \"$KILLTEST_LOG\"; echo did {{x}}"]
+env = ["KILLTEST_LOG"]
+idempotent = true
+parameters = '{"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"]}'
+`
+	path := filepath.Join(dir, "agent.toml")
+	os.WriteFile(path, []byte(agent), 0o644)
+	return path
+}
+
+func stepwiseCmd(db, log string, args ...string) *exec.Cmd {
+	cmd := exec.Command(binary, append(args, "--quiet")...)
+	cmd.Env = append(os.Environ(), "STEPWISE_DB="+db, "KILLTEST_LOG="+log)
+	return cmd
+}
+
+// finalConversation renders a completed run's conversation.
+func finalConversation(t *testing.T, db string) (string, string) {
+	t.Helper()
+	st, err := store.Open(db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	runs, err := st.ListRuns(context.Background(), store.Filter{})
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("want one run, got %d (%v)", len(runs), err)
+	}
+	rec, err := st.LoadLatest(context.Background(), runs[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, m := range rec.State.Messages {
+		b.WriteString(core.DescribeMessage(m) + "\n")
+	}
+	return string(runs[0].Status), b.String()
+}
+
+func runID(t *testing.T, db string) string {
+	st, err := store.Open(db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	runs, err := st.ListRuns(context.Background(), store.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) == 0 {
+		return ""
+	}
+	return runs[0].ID
+}
+
+// TestKill9ResumesToTheSameEnd kills a real stepwise process with SIGKILL at
+// random moments, many times, resuming after each kill, and checks every run
+// ends exactly like an uninterrupted one and no completed call ran twice.
+func TestKill9ResumesToTheSameEnd(t *testing.T) {
+	agent := killAgent(t)
+	dir := t.TempDir()
+	refDB, refLog := filepath.Join(dir, "ref.db"), filepath.Join(dir, "ref.log")
+	if out, err := stepwiseCmd(refDB, refLog, "run", agent, "go").CombinedOutput(); err != nil {
+		t.Fatalf("reference run: %v\n%s", err, out)
+	}
+	_, want := finalConversation(t, refDB)
+
+	seed := uint64(time.Now().UnixNano())
+	rng := rand.New(rand.NewPCG(seed, 7))
+	t.Logf("seed %d", seed)
+	const trials = 12
+	kills := 0
+	for trial := 0; trial < trials; trial++ {
+		db, log := filepath.Join(dir, fmt.Sprintf("t%d.db", trial)), filepath.Join(dir, fmt.Sprintf("t%d.log", trial))
+		trialKills := 0
+		for attempt := 0; ; attempt++ {
+			if attempt > 40 {
+				t.Fatalf("trial %d: run never finished", trial)
+			}
+			var cmd *exec.Cmd
+			if id := runID(t, db); id == "" {
+				cmd = stepwiseCmd(db, log, "run", agent, "go")
+			} else {
+				cmd = stepwiseCmd(db, log, "resume", id)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			// Kill during the first attempts at a random moment; then let it finish.
+			if trialKills < 3 {
+				select {
+				case err := <-done:
+					if err == nil {
+						goto finished
+					}
+					t.Fatalf("trial %d: stepwise failed: %v", trial, err)
+				case <-time.After(time.Duration(rng.IntN(200)) * time.Millisecond):
+					_ = cmd.Process.Signal(syscall.SIGKILL)
+					<-done
+					trialKills++
+					kills++
+					continue
+				}
+			}
+			if err := <-done; err != nil {
+				t.Fatalf("trial %d: resume failed: %v", trial, err)
+			}
+			break
+		}
+	finished:
+		status, got := finalConversation(t, db)
+		if status != "completed" || got != want {
+			t.Fatalf("trial %d (%d kills): status %s, conversation differs:\n got:\n%s\nwant:\n%s", trial, trialKills, status, got, want)
+		}
+		data, _ := os.ReadFile(log)
+		counts := map[string]int{}
+		for _, l := range strings.Fields(string(data)) {
+			counts[l]++
+		}
+		total := 0
+		for i := 1; i <= killTurns; i++ {
+			n := counts[fmt.Sprintf("t%d", i)]
+			if n < 1 {
+				t.Fatalf("trial %d: call t%d never ran", trial, i)
+			}
+			total += n
+		}
+		// A kill can interrupt at most one call in flight, which runs again.
+		if total > killTurns+trialKills {
+			t.Fatalf("trial %d: %d tool runs for %d calls and %d kills: completed calls ran again (%v)", trial, total, killTurns, trialKills, counts)
+		}
+	}
+	if kills == 0 {
+		t.Fatal("no process was killed")
+	}
+	t.Logf("%d trials, %d kills", trials, kills)
+}
