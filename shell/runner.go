@@ -28,6 +28,9 @@ type Agent struct {
 	// Source is what the run records to rebuild the agent later (for
 	// example the agent file's text); stored with the run as is.
 	Source []byte
+	// Close, when set, releases what the agent holds (MCP servers). The
+	// caller calls it when done with the agent.
+	Close func() error
 }
 
 // Options tune a Runner. The zero value means the defaults.

@@ -54,6 +54,7 @@ func (e *env) loadAgent(cmd, path string) (*agent.Spec, int) {
 	return spec, -1
 }
 
+// build creates the live agent; the caller defers closeAgent.
 func (e *env) build(cmd string, spec *agent.Spec, opts agent.BuildOptions) (*shell.Agent, int) {
 	ag, err := spec.Build(opts)
 	if err != nil {
@@ -61,6 +62,13 @@ func (e *env) build(cmd string, spec *agent.Spec, opts agent.BuildOptions) (*she
 		return nil, exitUsage
 	}
 	return ag, -1
+}
+
+// closeAgent shuts down what the agent started (MCP servers).
+func closeAgent(ag *shell.Agent) {
+	if ag != nil && ag.Close != nil {
+		_ = ag.Close()
+	}
 }
 
 // storedAgent rebuilds the agent a run was started with.

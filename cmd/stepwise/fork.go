@@ -74,6 +74,7 @@ calls are answered from the script, starting at its first line.`}
 		if code >= 0 {
 			return code
 		}
+		defer closeAgent(ag)
 		out, err := e.runner(spec, st, *quiet || *asJSON).Fork(ctx, ag, pos[0], *at, res)
 		if err != nil {
 			return e.runErr(c.name, err)

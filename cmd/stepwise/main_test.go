@@ -11,8 +11,9 @@ import (
 	"testing"
 )
 
-// binary is the stepwise CLI built once for the end-to-end tests.
-var binary string
+// binary is the stepwise CLI built once for the end-to-end tests;
+// mcpServer is the project's MCP test server, for the MCP tests.
+var binary, mcpServer string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "stepwise-cli-test")
@@ -20,11 +21,14 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	binary = filepath.Join(dir, "stepwise")
-	build := exec.Command("go", "build", "-o", binary, ".")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build stepwise:", err)
-		os.Exit(1)
+	mcpServer = filepath.Join(dir, "mcptestserver")
+	for _, b := range [][2]string{{binary, "."}, {mcpServer, "../../internal/mcptest/cmd/mcptestserver"}} {
+		build := exec.Command("go", "build", "-o", b[0], b[1])
+		build.Stderr = os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "build", b[1], err)
+			os.Exit(1)
+		}
 	}
 	code := m.Run()
 	os.RemoveAll(dir)

@@ -34,6 +34,7 @@ answering every pending call once. Unknown, duplicate or missing ids are refused
 		if code >= 0 {
 			return code
 		}
+		defer closeAgent(ag)
 		r := e.runner(spec, st, *quiet || *asJSON)
 		var out shell.Outcome
 		var err error

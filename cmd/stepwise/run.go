@@ -41,6 +41,7 @@ A paused run prints its pending calls (id, name, arguments) and exits 3.`}
 		if code >= 0 {
 			return code
 		}
+		defer closeAgent(ag)
 		st, code := e.openStore(c.name, *db)
 		if code >= 0 {
 			return code

@@ -37,7 +37,21 @@ func init() {
 		if code >= 0 {
 			return code
 		}
-		for _, tool := range spec.Config.ToolList() {
+		cfg := spec.Config
+		if len(spec.File.MCP) > 0 {
+			ctx, stop := signalContext()
+			defer stop()
+			mcpTools, warnings, err := spec.MCPTools(ctx)
+			if err != nil {
+				fmt.Fprintf(e.stderr, "stepwise tools: %v\n", err)
+				return exitUsage
+			}
+			for _, w := range warnings {
+				fmt.Fprintf(e.stderr, "stepwise tools: mcp: %s\n", w)
+			}
+			cfg.Tools = append(append([]core.Tool(nil), cfg.Tools...), mcpTools...)
+		}
+		for _, tool := range cfg.ToolList() {
 			mode := tool.Mode
 			if mode == "" {
 				mode = core.ModeInternal
@@ -48,10 +62,10 @@ func init() {
 			}
 			fmt.Fprintf(e.stdout, ")\n  %s\n  parameters: %s\n\n", tool.Description, string(tool.Parameters))
 		}
-		if docs := core.ToolDocs(spec.Config); docs != "" {
-			fmt.Fprintf(e.stdout, "--- tool docs in the system prompt (format %s) ---\n%s\n", formatName(spec.Config.Format), docs)
+		if docs := core.ToolDocs(cfg); docs != "" {
+			fmt.Fprintf(e.stdout, "--- tool docs in the system prompt (format %s) ---\n%s\n", formatName(cfg.Format), docs)
 		} else {
-			fmt.Fprintf(e.stdout, "--- format %s: the tools are sent natively with each model call ---\n", formatName(spec.Config.Format))
+			fmt.Fprintf(e.stdout, "--- format %s: the tools are sent natively with each model call ---\n", formatName(cfg.Format))
 		}
 		return 0
 	}

@@ -1,9 +1,12 @@
 package agent
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/stepwise-agent/stepwise/core"
 	"github.com/stepwise-agent/stepwise/shell"
@@ -21,7 +24,32 @@ type BuildOptions struct {
 }
 
 // Build creates the live agent: model providers and tool implementations.
+// An agent with MCP servers connects to them here (the tool list is needed
+// before the run starts); the agent's Close shuts them down.
 func (s *Spec) Build(opts BuildOptions) (*shell.Agent, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	m, warnings, err := s.connectMCP(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range warnings {
+		fmt.Fprintf(os.Stderr, "stepwise: mcp: %s\n", w)
+	}
+	ag, err := s.build(opts)
+	if err != nil {
+		if m != nil {
+			m.Close()
+		}
+		return nil, err
+	}
+	if m != nil {
+		ag.Close = m.Close
+	}
+	return ag, nil
+}
+
+func (s *Spec) build(opts BuildOptions) (*shell.Agent, error) {
 	ag := &shell.Agent{
 		Config:       s.Config,
 		Models:       map[core.ModelRole]shell.ModelProvider{},
@@ -74,7 +102,7 @@ func (s *Spec) provider(m Model, offset int) (shell.ModelProvider, error) {
 // sourceWith records the agent file and the script override, so resuming
 // the run later rebuilds the same agent.
 func (s *Spec) sourceWith(opts BuildOptions) []byte {
-	src := source{Path: s.Path, Dir: s.Dir, TOML: string(s.Text)}
+	src := source{Path: s.Path, Dir: s.Dir, TOML: string(s.Text), MCPTools: s.mcpRecorded}
 	if opts.Script != "" {
 		abs, err := filepath.Abs(opts.Script)
 		if err == nil {

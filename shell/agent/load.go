@@ -36,6 +36,8 @@ type Spec struct {
 	MaxToolOutput int
 
 	impls []shell.Tool // built-in and command tools, in config order
+	// mcpRecorded is the MCP tool list a run saw, once listed or restored.
+	mcpRecorded []core.Tool
 }
 
 // Load reads and validates the agent file at path.
@@ -244,11 +246,12 @@ func (s *Spec) Resolve(p string) string {
 
 // source is what a run stores to rebuild its agent.
 type source struct {
-	Path         string `json:"path,omitempty"`
-	Dir          string `json:"dir"`
-	TOML         string `json:"toml"`
-	Script       string `json:"script,omitempty"`
-	ScriptOffset int    `json:"script_offset,omitempty"`
+	Path         string      `json:"path,omitempty"`
+	Dir          string      `json:"dir"`
+	TOML         string      `json:"toml"`
+	Script       string      `json:"script,omitempty"`
+	ScriptOffset int         `json:"script_offset,omitempty"`
+	MCPTools     []core.Tool `json:"mcp_tools,omitempty"`
 }
 
 // FromSource rebuilds the Spec, and the build options, a run recorded.
@@ -274,5 +277,12 @@ func fromSource(b []byte) (*Spec, source, error) {
 		return nil, src, err
 	}
 	s.Path = src.Path
+	if len(src.MCPTools) > 0 {
+		s.mcpRecorded = src.MCPTools
+		s.Config.Tools = append(s.Config.Tools, src.MCPTools...)
+		if err := s.Config.Validate(); err != nil {
+			return nil, src, fmt.Errorf("%w: the run's recorded MCP tools: %v", ErrInvalid, err)
+		}
+	}
 	return s, src, nil
 }

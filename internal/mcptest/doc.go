@@ -1,0 +1,8 @@
+// Package mcptest is a small MCP server for tests, built with the official Go
+// SDK: tools that succeed, fail (isError), sleep past a timeout, crash the
+// server, return non-text content, and use schemas that need normalizing. It
+// pages its tool list in small pages so clients must follow cursors.
+//
+// NewServer serves it in-process (for example over mcp.NewInMemoryTransports
+// or an mcp.StreamableHTTPHandler); cmd/mcptestserver serves it over stdio.
+package mcptest
