@@ -343,21 +343,14 @@ func fakeOpenAI(t *testing.T) *httptest.Server {
 			return
 		}
 		body, _ := io.ReadAll(r.Body)
-		var req struct {
-			Model    string `json:"model"`
-			Messages []struct {
-				Role, Content, ToolCallID string `json:"role"`
-			} `json:"messages"`
-			Tools []struct {
-				Function struct{ Name string } `json:"function"`
-			} `json:"tools"`
-		}
 		var raw struct {
 			Messages []map[string]any `json:"messages"`
 			Tools    []map[string]any `json:"tools"`
 		}
-		_ = json.Unmarshal(body, &req)
-		_ = json.Unmarshal(body, &raw)
+		if err := json.Unmarshal(body, &raw); err != nil || len(raw.Messages) == 0 {
+			http.Error(w, `{"error":{"message":"bad body"}}`, http.StatusBadRequest)
+			return
+		}
 		last := raw.Messages[len(raw.Messages)-1]
 		w.Header().Set("Content-Type", "application/json")
 		if last["role"] == "tool" {
