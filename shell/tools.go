@@ -14,10 +14,9 @@ import (
 // in flight when the process died: it may or may not have happened.
 const unknownOutcome = "outcome unknown: the run was interrupted while this call was running and the tool is not idempotent, so it was not run again; check its effect before retrying"
 
-// runTools performs one RequestToolCalls. Calls already completed before a
-// crash are not run again; calls that were in flight run again only when the
-// tool is idempotent. Each call's intent is durable before it starts and its
-// outcome right after. Results come back in the model's order.
+// runTools performs one RequestToolCalls. Calls recorded as completed before
+// a crash are not run again; calls that were in flight run again only when
+// the tool is idempotent. Results come back in the model's order.
 func (r *Runner) runTools(ctx context.Context, ag *Agent, cur *cursor, a core.RequestToolCalls) (core.Result, error) {
 	intents, err := r.store.Intents(ctx, cur.id, cur.seq)
 	if err != nil {
@@ -45,18 +44,31 @@ func (r *Runner) runTools(ctx context.Context, ag *Agent, cur *cursor, a core.Re
 		}
 	}
 
+	// Journal what a crash could otherwise lose or repeat wrongly: a
+	// non-idempotent call records its intent before it starts (so a crash
+	// mid-call is "outcome unknown", not a second charge) and its outcome
+	// after; an idempotent call does so only in a batch of several calls,
+	// so the finished ones are not run again. A lone idempotent call's
+	// result reaches the store with the next checkpoint, and a crash before
+	// that runs it again, which its declaration allows.
+	journal := len(todo) > 1
 	run := func(i int) error {
 		c := a.Calls[i]
-		if err := r.store.RecordIntent(context.WithoutCancel(ctx), cur.id, cur.seq, c); err != nil {
-			return fmt.Errorf("record intent of %s: %w", c.ID, err)
+		idem := r.idempotent(ag, c.Name)
+		if !idem || journal {
+			if err := r.store.RecordIntent(context.WithoutCancel(ctx), cur.id, cur.seq, c); err != nil {
+				return fmt.Errorf("record intent of %s: %w", c.ID, err)
+			}
 		}
 		start := time.Now()
 		res := r.callTool(ctx, ag, cur, c)
 		if ctx.Err() != nil {
 			return ctx.Err() // leave the call in flight: interrupted, not completed
 		}
-		if err := r.store.RecordOutcome(context.WithoutCancel(ctx), cur.id, cur.seq, res); err != nil {
-			return fmt.Errorf("record outcome of %s: %w", c.ID, err)
+		if !idem || journal {
+			if err := r.store.RecordOutcome(context.WithoutCancel(ctx), cur.id, cur.seq, res); err != nil {
+				return fmt.Errorf("record outcome of %s: %w", c.ID, err)
+			}
 		}
 		results[i], done[i] = res, true
 		r.emit(Event{RunID: cur.id, Seq: cur.seq, Kind: "tool", Text: describeToolResult(c, res), Duration: time.Since(start)})
