@@ -77,6 +77,12 @@ func DecodeState(b []byte) (State, error) {
 	return st, nil
 }
 
+// EncodeMessages encodes part of a message log exactly as EncodeState
+// encodes it inside a state, for comparing or storing a log piece by piece.
+func EncodeMessages(msgs []Message) ([]byte, error) {
+	return encMode.Marshal(msgs)
+}
+
 type envelope struct {
 	Kind string          `cbor:"1,keyasint"`
 	Body cbor.RawMessage `cbor:"2,keyasint"`

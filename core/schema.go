@@ -18,7 +18,7 @@ import (
 // integers written without a fraction or exponent. Every problem is reported,
 // sorted by argument path. The input is never modified.
 func validateArgs(t Tool, args map[string]any, rejectUnknown bool) (map[string]any, error) {
-	s, err := compileArgSchema(t.Parameters)
+	s, err := cachedArgSchema(t.Parameters)
 	if err != nil {
 		return nil, fmt.Errorf("the tool's parameter schema is unusable: %v", err)
 	}

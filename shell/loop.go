@@ -53,7 +53,8 @@ func (r *Runner) drive(ctx context.Context, ag *Agent, cur *cursor) (Outcome, er
 		case core.RequestModelCall:
 			res, err = r.callModel(runCtx, ag, cur, a)
 		case core.RequestToolCalls:
-			res, err = r.runTools(runCtx, ag, cur, a)
+			// Only a request reloaded from a checkpoint can have journaled calls.
+			res, err = r.runTools(runCtx, ag, cur, a, !fresh)
 		case core.RequestMemorySearch, core.RequestMemoryCreate, core.RequestMemoryTraverse:
 			res, err = r.memory(runCtx, cur, a)
 		default:

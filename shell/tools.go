@@ -17,14 +17,17 @@ const unknownOutcome = "outcome unknown: the run was interrupted while this call
 // runTools performs one RequestToolCalls. Calls recorded as completed before
 // a crash are not run again; calls that were in flight run again only when
 // the tool is idempotent. Results come back in the model's order.
-func (r *Runner) runTools(ctx context.Context, ag *Agent, cur *cursor, a core.RequestToolCalls) (core.Result, error) {
-	intents, err := r.store.Intents(ctx, cur.id, cur.seq)
-	if err != nil {
-		return nil, fmt.Errorf("load intents: %w", err)
-	}
-	known := make(map[string]store.Intent, len(intents))
-	for _, in := range intents {
-		known[in.CallID] = in
+func (r *Runner) runTools(ctx context.Context, ag *Agent, cur *cursor, a core.RequestToolCalls, recovering bool) (core.Result, error) {
+	var known map[string]store.Intent
+	if recovering {
+		intents, err := r.store.Intents(ctx, cur.id, cur.seq)
+		if err != nil {
+			return nil, fmt.Errorf("load intents: %w", err)
+		}
+		known = make(map[string]store.Intent, len(intents))
+		for _, in := range intents {
+			known[in.CallID] = in
+		}
 	}
 	results := make([]core.ToolResult, len(a.Calls))
 	done := make([]bool, len(a.Calls))

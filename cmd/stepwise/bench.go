@@ -1,0 +1,93 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/stepwise-agent/stepwise/internal/bench"
+)
+
+func init() {
+	c := &command{name: "bench", args: "[--n 10,100,1000,10000] [--json]", summary: "measure the standard workload end to end",
+		help: `Runs the standard workload through the real runner and the real SQLite store (a
+file in a temp dir, WAL): an agent with one internal echo tool and a scripted model
+that calls it once per turn for N turns, then answers. For each N it prints per-turn
+latency (median, p99), total time, bytes per step, peak memory, the time to load the
+latest state and to replay the run, with synchronous=NORMAL, without checkpointing
+(the pure orchestration cost), and with synchronous=FULL for the --full sizes. Then
+the floor on this machine: a bare SQLite insert of the same bytes per step in the
+same mode, and the CBOR encoding of one step's delta.`}
+	c.run = func(e *env, args []string) int {
+		fs := e.flags(c)
+		ns := fs.String("n", "10,100,1000,10000", "run lengths in turns, comma-separated")
+		full := fs.String("full", "1000", "run lengths also measured with synchronous=FULL (\"\" for none)")
+		asJSON := fs.Bool("json", false, `print {"rows": [...], "floor": {...}}`)
+		dir := fs.String("dir", "", "where to put the databases (default: a temp dir, removed after)")
+		if _, code := e.parse(c, fs, args, 0, 0); code >= 0 {
+			return code
+		}
+		opts := bench.Options{Dir: *dir, FullNs: []int{}}
+		var err error
+		if opts.Ns, err = intList(*ns); err != nil || len(opts.Ns) == 0 {
+			fmt.Fprintf(e.stderr, "stepwise bench: --n: want sizes like 10,1000\n")
+			return exitUsage
+		}
+		if opts.FullNs, err = intList(*full); err != nil {
+			fmt.Fprintf(e.stderr, "stepwise bench: --full: want sizes like 1000\n")
+			return exitUsage
+		}
+		if !*asJSON {
+			opts.Progress = func(s string) { fmt.Fprintf(e.stderr, "measuring %s…\n", s) }
+		}
+		rep, err := bench.Run(opts)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "stepwise bench: %v\n", err)
+			return exitInternal
+		}
+		if *asJSON {
+			b, _ := json.Marshal(rep)
+			fmt.Fprintln(e.stdout, string(b))
+			return 0
+		}
+		w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(w, "N\tsync\tturn median µs\tturn p99 µs\ttotal ms\tbytes/step\tio bytes/step\tpeak RSS MB\tpeak heap MB\tconversation MB\tload latest ms\treplay ms\t")
+		for _, r := range rep.Rows {
+			sync := r.Sync
+			if !r.Checkpoint {
+				sync = "none"
+			}
+			fmt.Fprintf(w, "%d\t%s\t%.1f\t%.1f\t%.1f\t%.0f\t%.0f\t%.1f\t%.1f\t%.2f\t%.2f\t%.2f\t\n", r.N, sync, r.TurnMedianUS, r.TurnP99US, r.TotalMS,
+				r.BytesPerStep, r.IOBytesPerStep, mb(r.PeakRSSBytes), mb(r.PeakHeapBytes), mb(r.ConversationBytes), r.LoadLatestMS, r.ReplayMS)
+		}
+		w.Flush()
+		fmt.Fprintln(e.stdout)
+		for _, k := range []string{"normal", "full"} {
+			if f, ok := rep.Floor[k]; ok {
+				fmt.Fprintf(e.stdout, "floor (%s): insert of %d bytes %.1f µs, two per turn %.1f µs; CBOR encoding of a step's delta %.2f µs\n",
+					f.Sync, f.Bytes, f.InsertMedianUS, f.TurnUS, f.EncodeDeltaUS)
+			}
+		}
+		return 0
+	}
+	register(c)
+}
+
+func intList(s string) ([]int, error) {
+	var out []int
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("bad size %q", p)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func mb(b int64) float64 { return float64(b) / (1 << 20) }

@@ -1,0 +1,40 @@
+package core
+
+import (
+	"encoding/json"
+	"sync"
+)
+
+// schemaCacheSize bounds the compiled schemas kept; past it the cache starts
+// over. Agents have few tools, so in practice every schema compiles once.
+const schemaCacheSize = 512
+
+// schemaCache holds compiled argument schemas by their JSON text. Compiled
+// schemas are never modified after compiling, so sharing them is safe, and
+// the cache changes no result: it only saves recompiling on every call.
+var schemaCache = struct {
+	sync.Mutex
+	m map[string]*argSchema
+}{m: map[string]*argSchema{}}
+
+// cachedArgSchema is compileArgSchema with the cache in front.
+func cachedArgSchema(raw json.RawMessage) (*argSchema, error) {
+	key := string(raw)
+	schemaCache.Lock()
+	s, ok := schemaCache.m[key]
+	schemaCache.Unlock()
+	if ok {
+		return s, nil
+	}
+	s, err := compileArgSchema(raw)
+	if err != nil {
+		return nil, err
+	}
+	schemaCache.Lock()
+	if len(schemaCache.m) >= schemaCacheSize {
+		schemaCache.m = map[string]*argSchema{}
+	}
+	schemaCache.m[key] = s
+	schemaCache.Unlock()
+	return s, nil
+}

@@ -1,0 +1,343 @@
+package bench
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/fxamacker/cbor/v2"
+	_ "github.com/mattn/go-sqlite3" // the floor uses the same driver as the store
+	"github.com/stepwise-agent/stepwise/core"
+	"github.com/stepwise-agent/stepwise/shell"
+	"github.com/stepwise-agent/stepwise/store"
+)
+
+// Options choose what to measure.
+type Options struct {
+	// Ns are the run lengths in turns (default 10, 100, 1000, 10000).
+	Ns []int
+	// FullNs are the lengths also run with synchronous=FULL (default: 1000
+	// when it is among Ns).
+	FullNs []int
+	// Dir holds the databases (default: a new temp dir, removed after).
+	Dir string
+	// Progress, when set, is told what is being measured.
+	Progress func(string)
+}
+
+// Row is one measured run.
+type Row struct {
+	N          int    `json:"n"`
+	Sync       string `json:"sync"` // "NORMAL", "FULL", or "" without checkpoints
+	Checkpoint bool   `json:"checkpoint"`
+	Steps      int    `json:"steps"`
+	// Per turn: one model call and one tool call, both checkpointed.
+	TurnMedianUS float64 `json:"turn_median_us"`
+	TurnP99US    float64 `json:"turn_p99_us"`
+	TotalMS      float64 `json:"total_ms"`
+	// BytesPerStep is the growth of the database file per step (after the
+	// WAL is checkpointed into it); IOBytesPerStep is what the process
+	// wrote to files per step (WAL frames and checkpoints included).
+	BytesPerStep   float64 `json:"bytes_per_step"`
+	IOBytesPerStep float64 `json:"io_bytes_per_step"`
+	// PeakRSSBytes is the process's peak resident set during the run;
+	// PeakHeapBytes the largest live Go heap sampled at each turn, over the
+	// heap before the run; ConversationBytes the encoded size of the final
+	// conversation.
+	PeakRSSBytes      int64   `json:"peak_rss_bytes"`
+	PeakHeapBytes     int64   `json:"peak_heap_bytes"`
+	ConversationBytes int64   `json:"conversation_bytes"`
+	LoadLatestMS      float64 `json:"load_latest_ms"`
+	ReplayMS          float64 `json:"replay_ms"`
+}
+
+// Floor is the cost of the bare minimum on this machine.
+type Floor struct {
+	Sync string `json:"sync"`
+	// Bytes is the size of one insert: the workload's bytes per step.
+	Bytes int `json:"bytes"`
+	// InsertMedianUS is one transaction inserting Bytes bytes; TurnUS is
+	// two of them, the checkpoints of one turn.
+	InsertMedianUS float64 `json:"insert_median_us"`
+	TurnUS         float64 `json:"turn_us"`
+	// EncodeDeltaUS is the CBOR encoding of one step's delta (the state's
+	// head and the messages the step added).
+	EncodeDeltaUS float64 `json:"encode_delta_us"`
+}
+
+// Report is everything measured.
+type Report struct {
+	Rows  []Row            `json:"rows"`
+	Floor map[string]Floor `json:"floor"`
+}
+
+// Run measures the workload.
+func Run(opts Options) (Report, error) {
+	if len(opts.Ns) == 0 {
+		opts.Ns = []int{10, 100, 1000, 10000}
+	}
+	if opts.FullNs == nil {
+		for _, n := range opts.Ns {
+			if n == 1000 {
+				opts.FullNs = []int{1000}
+			}
+		}
+	}
+	if opts.Progress == nil {
+		opts.Progress = func(string) {}
+	}
+	if opts.Dir == "" {
+		dir, err := os.MkdirTemp("", "stepwise-bench")
+		if err != nil {
+			return Report{}, err
+		}
+		defer os.RemoveAll(dir)
+		opts.Dir = dir
+	}
+	rep := Report{Floor: map[string]Floor{}}
+	var lastState core.State
+	for _, n := range opts.Ns {
+		for _, mode := range []string{"NORMAL", ""} {
+			opts.Progress(fmt.Sprintf("N=%d %s", n, label(mode)))
+			row, st, err := runOnce(opts.Dir, n, mode)
+			if err != nil {
+				return rep, err
+			}
+			rep.Rows = append(rep.Rows, row)
+			if mode != "" {
+				lastState = st
+			}
+		}
+		for _, f := range opts.FullNs {
+			if f == n {
+				opts.Progress(fmt.Sprintf("N=%d FULL", n))
+				row, _, err := runOnce(opts.Dir, n, "FULL")
+				if err != nil {
+					return rep, err
+				}
+				rep.Rows = append(rep.Rows, row)
+			}
+		}
+	}
+	bytes := 0
+	for _, r := range rep.Rows {
+		if r.Checkpoint && r.Sync == "NORMAL" {
+			bytes = int(r.BytesPerStep) // the largest N's, measured last
+		}
+	}
+	delta := encodeDelta(lastState)
+	for _, mode := range []string{"NORMAL", "FULL"} {
+		if mode == "FULL" && len(opts.FullNs) == 0 {
+			continue
+		}
+		opts.Progress("floor " + mode)
+		f, err := floor(opts.Dir, mode, bytes)
+		if err != nil {
+			return rep, err
+		}
+		f.EncodeDeltaUS = delta
+		rep.Floor[strings.ToLower(mode)] = f
+	}
+	return rep, nil
+}
+
+func label(mode string) string {
+	if mode == "" {
+		return "no checkpoints"
+	}
+	return mode
+}
+
+// runOnce runs the workload for n turns with the given sync mode ("" for
+// no checkpointing) and measures it.
+func runOnce(dir string, n int, mode string) (Row, core.State, error) {
+	ctx := context.Background()
+	row := Row{N: n, Sync: mode, Checkpoint: mode != ""}
+	m := &model{n: n}
+	ag := agent(n, m)
+	path := filepath.Join(dir, fmt.Sprintf("run-%d-%s.db", n, strings.ToLower(label(mode))))
+	var st shell.Store = nullStore{}
+	var db *store.SQLite
+	if mode != "" {
+		sync := store.SyncNormal
+		if mode == "FULL" {
+			sync = store.SyncFull
+		}
+		var err error
+		if db, err = store.Open(path, &store.Options{Sync: sync}); err != nil {
+			return row, core.State{}, err
+		}
+		st = db
+	}
+	runtime.GC()
+	m.heap.sample()
+	baseHeap := m.heap.peak
+	m.heap.peak = 0
+	resetPeakRSS()
+	io0 := ioWritten()
+	start := time.Now()
+	out, err := shell.NewRunner(st, &shell.Options{NewID: func() string { return fmt.Sprintf("bench-%d", n) }}).Start(ctx, ag, "go")
+	if err != nil {
+		return row, core.State{}, err
+	}
+	row.TotalMS = ms(time.Since(start))
+	row.IOBytesPerStep = float64(ioWritten()-io0) / float64(out.Steps)
+	row.PeakRSSBytes = peakRSS()
+	if m.heap.peak > baseHeap {
+		row.PeakHeapBytes = int64(m.heap.peak - baseHeap)
+	}
+	if out.Status != store.StatusCompleted {
+		return row, core.State{}, fmt.Errorf("bench run of %d turns ended %s", n, out.Status)
+	}
+	row.Steps = out.Steps
+	var turns []float64
+	for i := 1; i < len(m.calls); i++ {
+		turns = append(turns, float64(m.calls[i].Sub(m.calls[i-1]).Nanoseconds())/1e3)
+	}
+	row.TurnMedianUS, row.TurnP99US = percentile(turns, 0.5), percentile(turns, 0.99)
+	if db == nil {
+		return row, core.State{}, nil
+	}
+	if err := db.Close(); err != nil { // checkpoints the WAL into the file
+		return row, core.State{}, err
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return row, core.State{}, err
+	}
+	row.BytesPerStep = float64(fi.Size()) / float64(out.Steps)
+
+	if db, err = store.Open(path, nil); err != nil {
+		return row, core.State{}, err
+	}
+	defer db.Close()
+	t0 := time.Now()
+	rec, err := db.LoadLatest(ctx, out.RunID)
+	if err != nil {
+		return row, core.State{}, err
+	}
+	row.LoadLatestMS = ms(time.Since(t0))
+	enc, _ := cbor.Marshal(rec.State.Messages)
+	row.ConversationBytes = int64(len(enc))
+	t0 = time.Now()
+	rp, err := shell.Replay(ctx, db, out.RunID, ag.Config)
+	if err != nil {
+		return row, core.State{}, err
+	}
+	if rp.Diverged != nil {
+		return row, core.State{}, fmt.Errorf("bench replay diverged at step %d", rp.Diverged.Seq)
+	}
+	row.ReplayMS = ms(time.Since(t0))
+	return row, rec.State, nil
+}
+
+// floor measures a bare insert of bytes per transaction in the same journal
+// and sync mode as the store.
+func floor(dir, mode string, bytes int) (Floor, error) {
+	f := Floor{Sync: mode, Bytes: bytes}
+	path := filepath.Join(dir, "floor-"+strings.ToLower(mode)+".db")
+	db, err := sql.Open("sqlite3", "file:"+path+"?_journal_mode=WAL&_synchronous="+mode+"&_busy_timeout=5000&_txlock=immediate")
+	if err != nil {
+		return f, err
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	if _, err := db.Exec(`CREATE TABLE IF NOT EXISTS t (id INTEGER PRIMARY KEY, data BLOB NOT NULL)`); err != nil {
+		return f, err
+	}
+	ins, err := db.Prepare(`INSERT INTO t (data) VALUES (?)`)
+	if err != nil {
+		return f, err
+	}
+	defer ins.Close()
+	payload := make([]byte, bytes)
+	for i := range payload {
+		payload[i] = byte(i * 31)
+	}
+	count := 4000
+	if mode == "FULL" {
+		count = 400
+	}
+	samples := make([]float64, 0, count)
+	for i := 0; i < count; i++ {
+		t0 := time.Now()
+		tx, err := db.Begin()
+		if err != nil {
+			return f, err
+		}
+		if _, err := tx.Stmt(ins).Exec(payload); err != nil {
+			tx.Rollback()
+			return f, err
+		}
+		if err := tx.Commit(); err != nil {
+			return f, err
+		}
+		samples = append(samples, float64(time.Since(t0).Nanoseconds())/1e3)
+	}
+	f.InsertMedianUS = percentile(samples, 0.5)
+	f.TurnUS = 2 * f.InsertMedianUS
+	return f, nil
+}
+
+// encodeDelta times the CBOR encoding of one step's delta: the state without
+// its messages, and the last two messages.
+func encodeDelta(st core.State) float64 {
+	head := st
+	head.Messages = nil
+	var tail []core.Message
+	if n := len(st.Messages); n >= 2 {
+		tail = st.Messages[n-2:]
+	}
+	em, _ := cbor.CoreDetEncOptions().EncMode()
+	const rounds = 2000
+	t0 := time.Now()
+	for i := 0; i < rounds; i++ {
+		_, _ = core.EncodeState(head)
+		_, _ = em.Marshal(tail)
+	}
+	return float64(time.Since(t0).Nanoseconds()) / 1e3 / rounds
+}
+
+func percentile(v []float64, p float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	i := int(p * float64(len(s)-1))
+	return s[i]
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1e3 }
+
+// resetPeakRSS resets the kernel's peak-RSS mark (Linux); elsewhere the
+// figure is the process's peak so far.
+func resetPeakRSS() { _ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
+
+func peakRSS() int64 { return procField("/proc/self/status", "VmHWM:") * 1024 }
+
+func ioWritten() int64 { return procField("/proc/self/io", "wchar:") }
+
+func procField(file, key string) int64 {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, key) {
+			f := strings.Fields(strings.TrimPrefix(line, key))
+			if len(f) > 0 {
+				v, _ := strconv.ParseInt(f[0], 10, 64)
+				return v
+			}
+		}
+	}
+	return 0
+}

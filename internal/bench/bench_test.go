@@ -1,0 +1,74 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/stepwise-agent/stepwise/shell"
+	"github.com/stepwise-agent/stepwise/store"
+)
+
+// TestSmallWorkload runs the whole workload at a small size, to keep it
+// working; no timing is asserted.
+func TestSmallWorkload(t *testing.T) {
+	rep, err := Run(Options{Ns: []int{10, 30}, FullNs: []int{10}, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Rows) != 5 {
+		t.Fatalf("%d rows", len(rep.Rows))
+	}
+	for _, r := range rep.Rows {
+		if r.Steps != 2*r.N+2 || r.TurnMedianUS <= 0 || r.TotalMS <= 0 {
+			t.Errorf("row %+v", r)
+		}
+		if r.Checkpoint && (r.BytesPerStep <= 0 || r.ReplayMS <= 0 || r.LoadLatestMS <= 0 || r.ConversationBytes <= 0) {
+			t.Errorf("checkpointed row lacks store figures: %+v", r)
+		}
+	}
+	if f := rep.Floor["normal"]; f.InsertMedianUS <= 0 || f.Bytes <= 0 || f.EncodeDeltaUS <= 0 {
+		t.Errorf("floor %+v", f)
+	}
+}
+
+// BenchmarkTurn is one turn of the workload (model call and tool call, both
+// checkpointed with synchronous=NORMAL), for profiling the hot path:
+// go test ./internal/bench -run '^$' -bench Turn -cpuprofile cpu.out
+func BenchmarkTurn(b *testing.B) {
+	db, err := store.Open(filepath.Join(b.TempDir(), "b.db"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	m := &model{n: b.N}
+	b.ResetTimer()
+	out, err := shell.NewRunner(db, nil).Start(context.Background(), agent(b.N, m), "go")
+	if err != nil || out.Status != store.StatusCompleted {
+		b.Fatal(out, err)
+	}
+}
+
+// BenchmarkReplay1000 replays a 1,000-turn run from the store.
+func BenchmarkReplay1000(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "r.db")
+	db, err := store.Open(path, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	m := &model{n: 1000}
+	ag := agent(1000, m)
+	out, err := shell.NewRunner(db, &shell.Options{NewID: func() string { return "r" }}).Start(context.Background(), ag, "go")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		rep, err := shell.Replay(context.Background(), db, out.RunID, ag.Config)
+		if err != nil || rep.Diverged != nil {
+			b.Fatal(fmt.Sprint(rep.Diverged), err)
+		}
+	}
+}

@@ -1,0 +1,80 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"runtime/metrics"
+	"strings"
+	"time"
+
+	"github.com/stepwise-agent/stepwise/core"
+	"github.com/stepwise-agent/stepwise/shell"
+)
+
+// echoOutput is the ~200-byte tool output of every turn.
+var echoOutput = strings.Repeat("stepwise-bench ", 13) + "echo"
+
+// model answers model call k (1-based) with one echo call while k <= n,
+// then with the final answer. It timestamps every call: a turn is the time
+// between two model calls (model call, tool call, both checkpointed).
+type model struct {
+	n     int
+	calls []time.Time
+	heap  heapSampler
+}
+
+func (m *model) Complete(_ context.Context, req shell.ModelRequest) (core.ModelReply, error) {
+	m.calls = append(m.calls, time.Now())
+	m.heap.sample()
+	if req.Call > m.n {
+		return core.ModelReply{Text: fmt.Sprintf("done after %d turns", m.n)}, nil
+	}
+	return core.ModelReply{Calls: []core.NativeCall{{
+		ID: fmt.Sprintf("c%d", req.Call), Name: "echo", Arguments: fmt.Sprintf(`{"text":"turn %d"}`, req.Call),
+	}}}, nil
+}
+
+// echo returns its input and a fixed ~200-byte text.
+type echo struct{}
+
+func (echo) Spec() core.Tool {
+	return core.Tool{Name: "echo", Description: "Echo the text.", Idempotent: true,
+		Parameters: []byte(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"],"additionalProperties":false}`)}
+}
+
+func (echo) Run(_ context.Context, c core.ToolCall, _ shell.RunContext) core.ToolResult {
+	return core.ToolResult{Output: echoOutput}
+}
+
+// agent is the workload's agent for n turns.
+func agent(n int, m *model) *shell.Agent {
+	cfg := core.DefaultConfig()
+	cfg.Name = "bench"
+	cfg.SystemPrompt = "Call echo once per turn."
+	cfg.Limits.MaxSteps = 2*n + 10
+	cfg.Limits.MaxStateBytes = 1 << 30
+	e := echo{}
+	cfg.Tools = []core.Tool{e.Spec()}
+	return &shell.Agent{
+		Config: cfg,
+		Models: map[core.ModelRole]shell.ModelProvider{core.Primary: m},
+		Tools:  map[string]shell.Tool{"echo": e},
+		Source: []byte(`{"bench":true}`),
+	}
+}
+
+// heapSampler keeps the largest live-heap reading it was asked to take.
+type heapSampler struct {
+	samples []metrics.Sample
+	peak    uint64
+}
+
+func (h *heapSampler) sample() {
+	if h.samples == nil {
+		h.samples = []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	}
+	metrics.Read(h.samples)
+	if v := h.samples[0].Value; v.Kind() == metrics.KindUint64 && v.Uint64() > h.peak {
+		h.peak = v.Uint64()
+	}
+}
