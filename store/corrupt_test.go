@@ -1,0 +1,189 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/stepwise-agent/stepwise/core"
+)
+
+// corruptRun stores a run of 6 steps and returns its store.
+func corruptRun(t *testing.T) *SQLite { return longRun(t, 6) }
+
+// longRun stores a run of n steps and returns its store.
+func longRun(t *testing.T, n int) *SQLite {
+	s := openTest(t)
+	log := newRun(t, s, "r").Messages
+	for seq := 1; seq <= n; seq++ {
+		var cp Checkpoint
+		cp, log = turnStep(log, seq, 200)
+		if err := s.Checkpoint(context.Background(), "r", cp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
+// flip inverts one byte of a blob column of the rows where matches.
+func flip(t *testing.T, s *SQLite, table, column, where string, at int) {
+	t.Helper()
+	var b []byte
+	if err := s.w.QueryRow(`SELECT ` + column + ` FROM ` + table + ` WHERE ` + where).Scan(&b); err != nil {
+		t.Fatal(err)
+	}
+	b[at%len(b)] ^= 0x20
+	if _, err := s.w.Exec(`UPDATE `+table+` SET `+column+` = ? WHERE `+where, b); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func wantCorrupt(t *testing.T, err error, names ...string) {
+	t.Helper()
+	if !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("got %v, want ErrCorrupt", err)
+	}
+	for _, n := range names {
+		if !strings.Contains(err.Error(), n) {
+			t.Fatalf("error %q does not name %q", err, n)
+		}
+	}
+}
+
+func TestCorruptStep(t *testing.T) {
+	ctx := context.Background()
+	for _, column := range []string{"head", "action", "result", "msgs"} {
+		t.Run(column, func(t *testing.T) {
+			s := corruptRun(t)
+			flip(t, s, "steps", column, "seq = 3", 7)
+			_, err := s.LoadStep(ctx, "r", 3)
+			wantCorrupt(t, err, "run r step 3", "checksum")
+			if _, err := s.LoadStep(ctx, "r", 2); err != nil {
+				t.Fatalf("step 2 should still load: %v", err)
+			}
+			// Later steps of its segment read its messages from it.
+			_, err = s.LoadLatest(ctx, "r")
+			wantCorrupt(t, err, "run r step 3")
+			seen := 0
+			err = s.Steps(ctx, "r", func(StepRecord) error { seen++; return nil })
+			wantCorrupt(t, err, "run r step 3")
+			if seen != 3 {
+				t.Fatalf("Steps delivered %d steps before the corrupt one, want 3", seen)
+			}
+			var buf strings.Builder
+			wantCorrupt(t, s.Export(ctx, "r", &buf), "run r step 3")
+		})
+	}
+}
+
+func TestCorruptMessages(t *testing.T) {
+	ctx := context.Background()
+	s := corruptRun(t)
+	flip(t, s, "steps", "msgs", "seq = 4", 11)
+	for _, seq := range []int{0, 1, 2, 3} {
+		if _, err := s.LoadStep(ctx, "r", seq); err != nil {
+			t.Fatalf("step %d does not hold the corrupt message but fails: %v", seq, err)
+		}
+	}
+	_, err := s.LoadStep(ctx, "r", 5)
+	wantCorrupt(t, err, "run r step 4")
+	_, err = s.LoadLatest(ctx, "r")
+	wantCorrupt(t, err, "run r step 4")
+	err = s.Steps(ctx, "r", func(StepRecord) error { return nil })
+	wantCorrupt(t, err, "run r step 4")
+}
+
+// TestCorruptSegment: a segment (the copy of 64 steps' messages that loads
+// read) that fails its checksum is reported by the loads that read it.
+func TestCorruptSegment(t *testing.T) {
+	ctx := context.Background()
+	s := longRun(t, 3*segmentSteps+5)
+	var n int
+	s.r.QueryRow(`SELECT count(*) FROM segments`).Scan(&n)
+	if n != 3 {
+		t.Fatalf("%d segments, want 3", n)
+	}
+	flip(t, s, "segments", "body", "seq_from = 64", 100)
+	for _, seq := range []int{0, 63, 64, 100, 126} {
+		if _, err := s.LoadStep(ctx, "r", seq); err != nil {
+			t.Fatalf("step %d does not read the segment of steps 64-127 but fails: %v", seq, err)
+		}
+	}
+	_, err := s.LoadStep(ctx, "r", 127)
+	wantCorrupt(t, err, "run r step 127", "segment of steps 64-127")
+	_, err = s.LoadLatest(ctx, "r")
+	wantCorrupt(t, err, "segment of steps 64-127")
+	if err := s.Steps(ctx, "r", func(StepRecord) error { return nil }); err != nil {
+		t.Fatalf("Steps reads the step rows, which are fine: %v", err)
+	}
+	// A corrupt step row is not copied into a new segment under a fresh
+	// checksum: the checkpoint that would copy it refuses. (A store that
+	// wrote the segment's steps itself copies them from memory; a store
+	// opened afresh reads them back.)
+	flip(t, s, "steps", "msgs", "seq = 195", 3)
+	s, err = Open(s.Path(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	g := newSynth("r")
+	for seq := 1; seq < 4*segmentSteps; seq++ {
+		cp := g.next()
+		if seq <= 3*segmentSteps+5 {
+			continue
+		}
+		err = s.Checkpoint(ctx, "r", cp)
+		if seq < 4*segmentSteps-1 && err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantCorrupt(t, err, "run r step 195")
+}
+
+// TestCorruptButSummed: a record whose checksum was rewritten to match
+// still fails to decode, with both sentinels.
+func TestCorruptButSummed(t *testing.T) {
+	ctx := context.Background()
+	s := corruptRun(t)
+	var rk int64
+	s.w.QueryRow(`SELECT rk FROM runs WHERE id = 'r'`).Scan(&rk)
+	var row stepRow
+	if err := scanStep(s.w.QueryRow(`SELECT `+stepColumns+` FROM steps s WHERE seq = 2`), &row); err != nil {
+		t.Fatal(err)
+	}
+	row.head = []byte{0xa1, 0x01, 0x01} // a state with only a version: no phase
+	if _, err := s.w.Exec(`UPDATE steps SET head = ?, sum = ? WHERE seq = 2`, row.head, stepSum(rk, &row)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.LoadStep(ctx, "r", 2)
+	wantCorrupt(t, err, "run r step 2")
+	if !errors.Is(err, core.ErrCorrupt) {
+		t.Fatalf("want core.ErrCorrupt too: %v", err)
+	}
+}
+
+func TestCorruptLastStep(t *testing.T) {
+	s := corruptRun(t)
+	flip(t, s, "steps", "head", "seq = 6", 3)
+	g := newSynth("r")
+	var next Checkpoint
+	for i := 0; i < 7; i++ {
+		next = g.next()
+	}
+	err := s.Checkpoint(context.Background(), "r", next)
+	wantCorrupt(t, err, "run r step 6")
+	_, err = s.LoadLatest(context.Background(), "r")
+	wantCorrupt(t, err, "run r step 6")
+}
+
+func TestCorruptIntent(t *testing.T) {
+	s := corruptRun(t)
+	ctx := context.Background()
+	if err := s.RecordIntent(ctx, "r", 5, core.ToolCall{ID: "c5", Name: "search", Args: []byte(`{"q":1}`)}); err != nil {
+		t.Fatal(err)
+	}
+	flip(t, s, "intents", "args", "call_id = 'c5'", 2)
+	_, err := s.Intents(ctx, "r", 5)
+	wantCorrupt(t, err, "run r step 5", "c5")
+}

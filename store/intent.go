@@ -1,0 +1,197 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/stepwise-agent/stepwise/core"
+)
+
+// IntentState is how far a recorded tool call got.
+type IntentState string
+
+// Intent states. A call of a step's request with no intent never started; a
+// started one without an outcome was in flight when the process stopped.
+const (
+	IntentStarted   IntentState = "started"
+	IntentCompleted IntentState = "completed"
+)
+
+// Intent is a tool call recorded before it ran, with its outcome once known.
+type Intent struct {
+	CallID string
+	Tool   string
+	Args   []byte
+	State  IntentState
+	// Result is the outcome; nil while the call is started.
+	Result    *core.ToolResult
+	Started   time.Time // UTC
+	Completed time.Time // UTC; zero while started
+}
+
+// RecordIntent durably records that call is about to run for step seq of the
+// run (the step whose action requested it, which must be stored). Recording
+// the same call again is a no-op; recording it with another tool or
+// arguments is ErrConflict.
+func (s *SQLite) RecordIntent(ctx context.Context, runID string, seq int, call core.ToolCall) error {
+	if call.ID == "" {
+		return fmt.Errorf("run %s step %d: record intent: call has no id", runID, seq)
+	}
+	args := call.Args
+	if args == nil {
+		args = []byte{}
+	}
+	return s.write(ctx, fmt.Sprintf("run %s step %d: record intent %s", runID, seq, call.ID), func(tx *sql.Tx) error {
+		rk, err := stepKey(ctx, tx, runID, seq)
+		if err != nil {
+			return err
+		}
+		var tool string
+		var have []byte
+		err = tx.QueryRowContext(ctx, `SELECT tool, args FROM intents WHERE rk = ? AND seq = ? AND call_id = ?`, rk, seq, call.ID).Scan(&tool, &have)
+		if err == nil {
+			if tool != call.Name || !bytes.Equal(have, args) {
+				return fmt.Errorf("%w: recorded as %s %s", ErrConflict, tool, have)
+			}
+			return nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		now := s.now().UnixNano()
+		_, err = tx.ExecContext(ctx, `INSERT INTO intents (rk, seq, call_id, tool, args, started_ns, sum) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			rk, seq, call.ID, call.Name, args, now, intentSum(rk, seq, call.ID, call.Name, args, now, nil, 0))
+		return err
+	})
+}
+
+// RecordOutcome records the outcome of a call whose intent was recorded
+// (ErrNotFound otherwise). Recording the same outcome again is a no-op; a
+// different one is ErrConflict.
+func (s *SQLite) RecordOutcome(ctx context.Context, runID string, seq int, res core.ToolResult) error {
+	enc, err := msgEnc.Marshal(res)
+	if err != nil {
+		return fmt.Errorf("run %s step %d: record outcome %s: %w", runID, seq, res.CallID, err)
+	}
+	return s.write(ctx, fmt.Sprintf("run %s step %d: record outcome %s", runID, seq, res.CallID), func(tx *sql.Tx) error {
+		rk, err := stepKey(ctx, tx, runID, seq)
+		if err != nil {
+			return err
+		}
+		var ord, started int64
+		var tool string
+		var args, have []byte
+		err = tx.QueryRowContext(ctx, `SELECT ord, tool, args, started_ns, result FROM intents WHERE rk = ? AND seq = ? AND call_id = ?`,
+			rk, seq, res.CallID).Scan(&ord, &tool, &args, &started, &have)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("no intent: %w", ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		if have != nil {
+			if !bytes.Equal(have, enc) {
+				return fmt.Errorf("%w: another outcome is recorded", ErrConflict)
+			}
+			return nil
+		}
+		if args == nil {
+			args = []byte{}
+		}
+		now := s.now().UnixNano()
+		_, err = tx.ExecContext(ctx, `UPDATE intents SET result = ?, completed_ns = ?, sum = ? WHERE ord = ?`,
+			enc, now, intentSum(rk, seq, res.CallID, tool, args, started, enc, now), ord)
+		return err
+	})
+}
+
+// Intents returns the intents recorded for step seq of the run, in the order
+// they were recorded.
+func (s *SQLite) Intents(ctx context.Context, runID string, seq int) ([]Intent, error) {
+	tx, err := s.r.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("run %s step %d: intents: %w", runID, seq, err)
+	}
+	defer rollback(tx)
+	rk, err := stepKey(ctx, tx, runID, seq)
+	if err != nil {
+		return nil, fmt.Errorf("run %s step %d: intents: %w", runID, seq, err)
+	}
+	return readIntents(ctx, tx, runID, rk, seq)
+}
+
+func readIntents(ctx context.Context, tx *sql.Tx, runID string, rk int64, seq int) ([]Intent, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT call_id, tool, args, started_ns, result, completed_ns, sum FROM intents
+		WHERE rk = ? AND seq = ? ORDER BY ord`, rk, seq)
+	if err != nil {
+		return nil, fmt.Errorf("run %s step %d: intents: %w", runID, seq, err)
+	}
+	defer rows.Close()
+	var out []Intent
+	for rows.Next() {
+		var in Intent
+		var started, completed, sum int64
+		var result []byte
+		if err := rows.Scan(&in.CallID, &in.Tool, &in.Args, &started, &result, &completed, &sum); err != nil {
+			return nil, fmt.Errorf("run %s step %d: intents: %w", runID, seq, err)
+		}
+		if in.Args == nil {
+			in.Args = []byte{}
+		}
+		if intentSum(rk, seq, in.CallID, in.Tool, in.Args, started, result, completed) != sum {
+			return nil, fmt.Errorf("%w: run %s step %d: intent %s fails its checksum", ErrCorrupt, runID, seq, in.CallID)
+		}
+		in.State, in.Started = IntentStarted, fromNs(started)
+		if result != nil {
+			var r core.ToolResult
+			if err := msgDec.Unmarshal(result, &r); err != nil {
+				return nil, fmt.Errorf("run %s step %d: intent %s: %w: %w: %v", runID, seq, in.CallID, ErrCorrupt, core.ErrCorrupt, err)
+			}
+			in.State, in.Result, in.Completed = IntentCompleted, &r, fromNs(completed)
+		}
+		out = append(out, in)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("run %s step %d: intents: %w", runID, seq, err)
+	}
+	return out, nil
+}
+
+// stepKey returns the run's internal key after checking that step seq exists.
+func stepKey(ctx context.Context, tx *sql.Tx, runID string, seq int) (int64, error) {
+	var rk int64
+	var has int
+	err := tx.QueryRowContext(ctx, `SELECT r.rk, EXISTS (SELECT 1 FROM steps s WHERE s.id = (r.rk << 32) + ?) FROM runs r WHERE r.id = ?`,
+		seq, runID).Scan(&rk, &has)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("run %s: %w", runID, ErrNotFound)
+	}
+	if err != nil {
+		return 0, err
+	}
+	if has == 0 {
+		return 0, fmt.Errorf("step %d: %w", seq, ErrNotFound)
+	}
+	return rk, nil
+}
+
+// write runs fn in a write transaction and commits it; what names the
+// operation in errors.
+func (s *SQLite) write(ctx context.Context, what string, fn func(*sql.Tx) error) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	defer rollback(tx)
+	if err := fn(tx); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("%s: commit: %w", what, err)
+	}
+	return nil
+}

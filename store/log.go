@@ -1,0 +1,227 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/stepwise-agent/stepwise/core"
+)
+
+// The message log of a run lives in the steps that appended to it (each
+// step row holds its new messages). Every segmentSteps steps, the checkpoint
+// of the last step of the stretch also copies the messages of the stretch
+// into one segments row, so that the state at step N is assembled from
+// N/segmentSteps segments plus fewer than segmentSteps step rows, instead of
+// from N step rows.
+
+// segmentSteps is how many steps one segment covers.
+const segmentSteps = 64
+
+// segmentStart is the first step of the segment holding step seq.
+func segmentStart(seq int) int { return seq / segmentSteps * segmentSteps }
+
+// closesSegment reports whether step seq is the last of its segment.
+func closesSegment(seq int) bool { return (seq+1)%segmentSteps == 0 }
+
+// openSegment is the part of a run's current segment written so far: the
+// messages of steps segmentStart(seq)..seq, which start at message first.
+// The store remembers it for the runs it writes, so that closing a segment
+// needs no read-back; a remembered segment is only ever used for the step
+// right after its seq, so a stale or missing one (another process appended,
+// a transaction failed) only means reading back.
+type openSegment struct {
+	seq   int
+	first int
+	body  []byte
+}
+
+// extend returns the open segment after step row, given the one after the
+// step before (nil when unknown) and the message count before row; nil when
+// it cannot be known without reading back.
+func (o *openSegment) extend(row *stepRow, before int) *openSegment {
+	if row.seq == segmentStart(row.seq) {
+		return &openSegment{seq: row.seq, first: before, body: append([]byte(nil), row.msgs...)}
+	}
+	if o == nil || o.seq != row.seq-1 {
+		return nil
+	}
+	// Appending may write into o.body's spare capacity, never into o's own
+	// bytes, so o stays valid. Two extensions of one o share that spare
+	// room only when the first one's transaction failed (the store then
+	// still remembers o), and that one is never used.
+	return &openSegment{seq: row.seq, first: o.first, body: append(o.body, row.msgs...)}
+}
+
+// maxOpenSegments bounds the memory the remembered open segments take.
+const maxOpenSegments = 256
+
+func (s *SQLite) openSegment(rk int64) *openSegment {
+	s.segMu.Lock()
+	defer s.segMu.Unlock()
+	return s.segments[rk]
+}
+
+// setOpenSegment remembers the open segment of run rk once the step that
+// made it committed; nil forgets it.
+func (s *SQLite) setOpenSegment(rk int64, o *openSegment) {
+	s.segMu.Lock()
+	defer s.segMu.Unlock()
+	if o == nil {
+		delete(s.segments, rk)
+		return
+	}
+	if s.segments == nil {
+		s.segments = map[int64]*openSegment{}
+	}
+	if _, ok := s.segments[rk]; !ok && len(s.segments) >= maxOpenSegments {
+		for k := range s.segments { // evict any one
+			delete(s.segments, k)
+			break
+		}
+	}
+	s.segments[rk] = o
+}
+
+// insertSegment writes a segments row.
+func insertSegment(ctx context.Context, ex execer, rk int64, from, to, first, n int, body []byte) error {
+	_, err := ex.ExecContext(ctx, `INSERT INTO segments (id, rk, seq_from, seq_to, first, n, body, sum) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		rowKey(rk, from), rk, from, to, first, n, body, segmentSum(rk, from, to, first, n, body))
+	return err
+}
+
+// closeSegment writes the segment that step last closes, from open when it
+// is complete, else by reading the segment's steps back.
+func closeSegment(ctx context.Context, tx *sql.Tx, runID string, rk int64, last *stepRow, open *openSegment) error {
+	if open == nil || open.seq != last.seq {
+		return writeSegment(ctx, tx, runID, rk, last)
+	}
+	if n := last.msgCount - open.first; n > 0 {
+		return insertSegment(ctx, tx, rk, segmentStart(last.seq), last.seq, open.first, n, open.body)
+	}
+	return nil
+}
+
+// writeSegment copies the messages of the segment that step last closes into
+// a segments row. It reads the segment's earlier steps back (and the step
+// before, for the count the segment starts at), verifying each, so that a
+// corrupt record is never copied under a fresh checksum.
+func writeSegment(ctx context.Context, tx *sql.Tx, runID string, rk int64, last *stepRow) error {
+	from := segmentStart(last.seq)
+	rows, err := tx.QueryContext(ctx, `SELECT `+stepColumns+` FROM steps s WHERE s.id >= ? AND s.id < ? ORDER BY s.id`,
+		rowKey(rk, max(from-1, 0)), rowKey(rk, last.seq))
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	first := 0
+	var body []byte
+	want := max(from-1, 0)
+	for rows.Next() {
+		var r stepRow
+		if err := scanStep(rows, &r); err != nil {
+			return err
+		}
+		if r.seq != want {
+			return fmt.Errorf("%w: run %s: step %d is missing", ErrCorrupt, runID, want)
+		}
+		want++
+		if err := r.verify(runID, rk); err != nil {
+			return err
+		}
+		if r.seq < from {
+			first = r.msgCount
+			continue
+		}
+		body = append(body, r.msgs...)
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if want != last.seq {
+		return fmt.Errorf("%w: run %s: step %d is missing", ErrCorrupt, runID, want)
+	}
+	body = append(body, last.msgs...)
+	n := last.msgCount - first
+	if n == 0 {
+		return nil
+	}
+	return insertSegment(ctx, tx, rk, from, last.seq, first, n, body)
+}
+
+// loadLog assembles the messages of the state at step row: the segments
+// before its segment, then the step rows of its segment up to it.
+func loadLog(ctx context.Context, q querier, runID string, rk int64, row *stepRow) ([]core.Message, error) {
+	log := make([]core.Message, 0, row.msgCount)
+	fail := func(format string, args ...any) error {
+		return fmt.Errorf("%w: run %s step %d: %s", ErrCorrupt, runID, row.seq, fmt.Sprintf(format, args...))
+	}
+	// Segments cover the steps before b; the rest come from step rows.
+	b := segmentStart(row.seq + 1)
+	if b > 0 {
+		rows, err := q.QueryContext(ctx, `SELECT seq_from, seq_to, first, n, body, sum FROM segments WHERE id >= ? AND id < ? ORDER BY id`,
+			rowKey(rk, 0), rowKey(rk, b))
+		if err != nil {
+			return nil, fmt.Errorf("run %s step %d: %w", runID, row.seq, err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var from, to, first, n int64
+			var body []byte
+			var sum int64
+			if err := rows.Scan(&from, &to, &first, &n, &body, &sum); err != nil {
+				return nil, fmt.Errorf("run %s step %d: %w", runID, row.seq, err)
+			}
+			if segmentSum(rk, int(from), int(to), int(first), int(n), body) != sum {
+				return nil, fail("the segment of steps %d-%d (messages %d-%d) fails its checksum", from, to, first, first+n-1)
+			}
+			if int(first) != len(log) {
+				return nil, fail("the segment of steps %d-%d starts at message %d, want %d", from, to, first, len(log))
+			}
+			if log, err = decodeMessages(body, int(n), false, log, nil); err != nil {
+				return nil, fmt.Errorf("run %s step %d: the segment of steps %d-%d: %w: %w", runID, row.seq, from, to, ErrCorrupt, err)
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("run %s step %d: %w", runID, row.seq, err)
+		}
+	}
+	if row.seq < b {
+		if len(log) != row.msgCount {
+			return nil, fail("holds %d messages, the segments %d", row.msgCount, len(log))
+		}
+		return log, nil
+	}
+	if row.seq > b {
+		rows, err := q.QueryContext(ctx, `SELECT `+stepColumns+` FROM steps s WHERE s.id >= ? AND s.id < ? ORDER BY s.id`,
+			rowKey(rk, b), rowKey(rk, row.seq))
+		if err != nil {
+			return nil, fmt.Errorf("run %s step %d: %w", runID, row.seq, err)
+		}
+		defer rows.Close()
+		want := b
+		for rows.Next() {
+			var r stepRow
+			if err := scanStep(rows, &r); err != nil {
+				return nil, fmt.Errorf("run %s step %d: %w", runID, row.seq, err)
+			}
+			if r.seq != want {
+				return nil, fail("step %d is missing", want)
+			}
+			want++
+			if err := r.verify(runID, rk); err != nil {
+				return nil, err
+			}
+			if log, err = r.appendTo(runID, log, nil); err != nil {
+				return nil, err
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("run %s step %d: %w", runID, row.seq, err)
+		}
+		if want != row.seq {
+			return nil, fail("step %d is missing", want)
+		}
+	}
+	return row.appendTo(runID, log, nil)
+}

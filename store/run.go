@@ -1,0 +1,299 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/mattn/go-sqlite3"
+	"github.com/stepwise-agent/stepwise/core"
+)
+
+// Status is where a run stands.
+type Status string
+
+// Run statuses. Completed and failed are final: an ended run takes no more
+// checkpoints.
+const (
+	StatusRunning             Status = "running"
+	StatusAwaitingToolResults Status = "awaiting_tool_results"
+	StatusCompleted           Status = "completed"
+	StatusFailed              Status = "failed"
+	StatusInterrupted         Status = "interrupted"
+)
+
+// Valid reports whether s is one of the run statuses.
+func (s Status) Valid() bool {
+	switch s {
+	case StatusRunning, StatusAwaitingToolResults, StatusCompleted, StatusFailed, StatusInterrupted:
+		return true
+	}
+	return false
+}
+
+// Ended reports whether s is final (completed or failed).
+func (s Status) Ended() bool { return s == StatusCompleted || s == StatusFailed }
+
+// statusOf is the run status an action leads to.
+func statusOf(a core.Action) Status {
+	switch a.(type) {
+	case core.Complete:
+		return StatusCompleted
+	case core.Fail:
+		return StatusFailed
+	case core.RequestExternalToolCalls:
+		return StatusAwaitingToolResults
+	}
+	return StatusRunning
+}
+
+// NewRun is a run to create. Initial is its first state, stored as step 0.
+type NewRun struct {
+	ID         string
+	Agent      string
+	ConfigHash string
+	// Config is the agent's config as the caller records it (JSON), stored
+	// as is.
+	Config  []byte
+	Input   string
+	Initial core.State
+	// ParentID and ParentStep record, for a fork, the run and step it was
+	// forked from. The fork has its own copy of the message log.
+	ParentID   string
+	ParentStep int
+}
+
+// RunInfo describes a stored run.
+type RunInfo struct {
+	ID         string
+	Agent      string
+	ConfigHash string
+	Config     []byte
+	Input      string
+	Status     Status
+	Created    time.Time // UTC
+	Updated    time.Time // UTC
+	// Answer is the final answer of a completed run.
+	Answer string
+	// FailCode is why a failed run failed.
+	FailCode core.FailCode
+	// Reason is the failure reason of a failed run, or the reason given to
+	// SetStatus (for example why a run was interrupted).
+	Reason     string
+	ParentID   string
+	ParentStep int
+	// LastSeq is the sequence number of the last step; Steps counts the
+	// steps, step 0 included (LastSeq+1).
+	LastSeq int
+	Steps   int
+}
+
+// Filter selects runs for ListRuns. Zero fields select everything.
+type Filter struct {
+	Status Status
+	Agent  string
+	// Limit caps the number of runs returned (0: no cap).
+	Limit int
+}
+
+// CreateRun stores a new run (status running) and its step 0, the initial
+// state. An id already stored is refused with ErrExists; a fork's parent run
+// and step must exist.
+func (s *SQLite) CreateRun(ctx context.Context, r NewRun) error {
+	if r.ID == "" {
+		return errors.New("create run: empty id")
+	}
+	head, err := encodeHead(r.Initial)
+	if err != nil {
+		return fmt.Errorf("create run %s: %w", r.ID, err)
+	}
+	body, msgSum, err := encodeMessages(nil, r.Initial.Messages)
+	if err != nil {
+		return fmt.Errorf("create run %s: %w", r.ID, err)
+	}
+	if err := checkMessages(body, len(r.Initial.Messages)); err != nil {
+		return fmt.Errorf("create run %s: %w", r.ID, err)
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("create run %s: %w", r.ID, err)
+	}
+	defer rollback(tx)
+	if r.ParentID != "" {
+		var last int
+		err := tx.QueryRowContext(ctx, `SELECT s.seq FROM runs r JOIN steps s ON s.id = `+lastStepID+` WHERE r.id = ?`, r.ParentID).Scan(&last)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("create run %s: parent run %s: %w", r.ID, r.ParentID, ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("create run %s: %w", r.ID, err)
+		}
+		if r.ParentStep < 0 || r.ParentStep > last {
+			return fmt.Errorf("create run %s: parent run %s step %d: %w", r.ID, r.ParentID, r.ParentStep, ErrNotFound)
+		}
+	}
+	now := s.now().UnixNano()
+	rec := runRow{
+		id: r.ID, agent: r.Agent, configHash: r.ConfigHash, config: r.Config, input: r.Input,
+		status: StatusRunning, created: now, updated: now, parentID: r.ParentID, parentStep: r.ParentStep,
+	}
+	rk, err := insertRun(ctx, tx, rec)
+	if err != nil {
+		return fmt.Errorf("create run %s: %w", r.ID, err)
+	}
+	step := stepRow{seq: 0, created: now, msgCount: len(r.Initial.Messages), msgSum: msgSum, head: head, msgs: body}
+	if _, err := tx.ExecContext(ctx, insertStepSQL, step.insertArgs(rk)...); err != nil {
+		return fmt.Errorf("create run %s: %w", r.ID, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("create run %s: commit: %w", r.ID, err)
+	}
+	s.setOpenSegment(rk, (*openSegment)(nil).extend(&step, 0))
+	return nil
+}
+
+// runRow is a runs row as written by CreateRun and Import.
+type runRow struct {
+	id, agent, configHash string
+	config                []byte
+	input                 string
+	status                Status
+	created, updated      int64
+	answer                string
+	failCode              core.FailCode
+	reason                string
+	parentID              string
+	parentStep            int
+}
+
+// insertRun inserts a run (its steps follow).
+func insertRun(ctx context.Context, tx *sql.Tx, r runRow) (int64, error) {
+	if r.config == nil {
+		r.config = []byte{}
+	}
+	res, err := tx.ExecContext(ctx, `INSERT INTO runs (id, agent, config_hash, config, input, status, created_ns, updated_ns,
+		answer, fail_code, reason, parent_id, parent_step) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.id, r.agent, r.configHash, r.config, r.input, string(r.status), r.created, r.updated,
+		r.answer, string(r.failCode), r.reason, r.parentID, r.parentStep)
+	if err != nil {
+		var se sqlite3.Error
+		if errors.As(err, &se) && se.ExtendedCode == sqlite3.ErrConstraintUnique {
+			return 0, fmt.Errorf("run %s: %w", r.id, ErrExists)
+		}
+		return 0, err
+	}
+	return res.LastInsertId()
+}
+
+// runSelect reads RunInfo columns; the last step gives LastSeq and, when it
+// is later than the run's own update, Updated.
+const runSelect = `SELECT r.id, r.agent, r.config_hash, r.config, r.input, r.status, r.created_ns, max(r.updated_ns, s.created_ns),
+	r.answer, r.fail_code, r.reason, r.parent_id, r.parent_step, s.seq
+	FROM runs r JOIN steps s ON s.id = ` + lastStepID
+
+func scanRun(sc interface{ Scan(...any) error }) (RunInfo, error) {
+	var ri RunInfo
+	var status, failCode string
+	var created, updated int64
+	err := sc.Scan(&ri.ID, &ri.Agent, &ri.ConfigHash, &ri.Config, &ri.Input, &status, &created, &updated,
+		&ri.Answer, &failCode, &ri.Reason, &ri.ParentID, &ri.ParentStep, &ri.LastSeq)
+	if err != nil {
+		return RunInfo{}, err
+	}
+	if ri.Config == nil {
+		ri.Config = []byte{}
+	}
+	ri.Status, ri.FailCode = Status(status), core.FailCode(failCode)
+	ri.Created, ri.Updated = fromNs(created), fromNs(updated)
+	ri.Steps = ri.LastSeq + 1
+	return ri, nil
+}
+
+// Run returns the run's description, or ErrNotFound.
+func (s *SQLite) Run(ctx context.Context, runID string) (RunInfo, error) {
+	ri, err := scanRun(s.r.QueryRowContext(ctx, runSelect+` WHERE r.id = ?`, runID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return RunInfo{}, fmt.Errorf("run %s: %w", runID, ErrNotFound)
+	}
+	if err != nil {
+		return RunInfo{}, fmt.Errorf("run %s: %w", runID, err)
+	}
+	return ri, nil
+}
+
+// ListRuns returns the runs f selects, newest first (by creation time, then
+// by id).
+func (s *SQLite) ListRuns(ctx context.Context, f Filter) ([]RunInfo, error) {
+	var where []string
+	var args []any
+	if f.Status != "" {
+		where, args = append(where, "r.status = ?"), append(args, string(f.Status))
+	}
+	if f.Agent != "" {
+		where, args = append(where, "r.agent = ?"), append(args, f.Agent)
+	}
+	q := runSelect
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	q += ` ORDER BY r.created_ns DESC, r.id`
+	if f.Limit > 0 {
+		q, args = q+` LIMIT ?`, append(args, f.Limit)
+	}
+	rows, err := s.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	defer rows.Close()
+	var out []RunInfo
+	for rows.Next() {
+		ri, err := scanRun(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list runs: %w", err)
+		}
+		out = append(out, ri)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	return out, nil
+}
+
+// SetStatus sets a run's status and the reason for it (for example
+// interrupted, with why). Completed and failed normally come from the
+// Complete and Fail actions through Checkpoint; an ended run's status cannot
+// change (ErrEnded).
+func (s *SQLite) SetStatus(ctx context.Context, runID string, status Status, reason string) error {
+	if !status.Valid() {
+		return fmt.Errorf("run %s: set status: unknown status %q", runID, status)
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("run %s: set status: %w", runID, err)
+	}
+	defer rollback(tx)
+	var cur string
+	err = tx.QueryRowContext(ctx, `SELECT status FROM runs WHERE id = ?`, runID).Scan(&cur)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("run %s: %w", runID, ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("run %s: set status: %w", runID, err)
+	}
+	if Status(cur).Ended() {
+		return fmt.Errorf("run %s: set status %s: %w (%s)", runID, status, ErrEnded, cur)
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, reason = ?, updated_ns = ? WHERE id = ?`,
+		string(status), reason, s.now().UnixNano(), runID); err != nil {
+		return fmt.Errorf("run %s: set status: %w", runID, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("run %s: set status: %w", runID, err)
+	}
+	return nil
+}
+
+func fromNs(ns int64) time.Time { return time.Unix(0, ns).UTC() }
