@@ -2,16 +2,17 @@ module github.com/stepwise-agent/stepwise
 
 go 1.26
 
-require github.com/modelcontextprotocol/go-sdk v1.8.0
+require (
+	github.com/fxamacker/cbor/v2 v2.9.6
+	github.com/google/jsonschema-go v0.4.3
+	github.com/mattn/go-sqlite3 v1.14.53
+	github.com/modelcontextprotocol/go-sdk v1.8.0
+	github.com/pelletier/go-toml/v2 v2.4.3
+	github.com/sashabaranov/go-openai v1.43.0
+	pgregory.net/rapid v1.3.0
+)
 
 require (
-	github.com/BurntSushi/toml v1.6.0 // indirect
-	github.com/fxamacker/cbor/v2 v2.9.6 // indirect
-	github.com/google/jsonschema-go v0.4.3 // indirect
-	github.com/mattn/go-sqlite3 v1.14.53 // indirect
-	github.com/pelletier/go-toml/v2 v2.4.3 // indirect
-	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
-	github.com/sashabaranov/go-openai v1.43.0 // indirect
 	github.com/segmentio/asm v1.1.3 // indirect
 	github.com/segmentio/encoding v0.5.4 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
@@ -19,7 +20,5 @@ require (
 	golang.org/x/oauth2 v0.35.0 // indirect
 	golang.org/x/sync v0.20.0 // indirect
 	golang.org/x/sys v0.41.0 // indirect
-	golang.org/x/text v0.14.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
-	pgregory.net/rapid v1.3.0 // indirect
 )
