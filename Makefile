@@ -1,7 +1,7 @@
 GO      ?= go
 FUZZTIME ?= 30s
 
-.PHONY: all build test verify bench fuzz demo clean
+.PHONY: all build test verify bench bench-e2e fuzz demo clean
 
 all: build
 
@@ -28,10 +28,15 @@ verify:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
-## fuzz: each parser fuzz target for FUZZTIME.
+## bench-e2e: the standard end-to-end workload (see docs/performance.md).
+bench-e2e: bin/stepwise
+	bin/stepwise bench
+
+## fuzz: every fuzz target (parsers, decoders) for FUZZTIME each.
 fuzz:
-	@for t in $$($(GO) test -list '^Fuzz' ./core/ | grep '^Fuzz'); do \
-		echo "== $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./core/ || exit 1; done
+	@for p in ./core/ ./store/ ./shell/mcp/ ./shell/models/openai/ ./shell/models/script/; do \
+		for t in $$($(GO) test -list '^Fuzz' $$p | grep '^Fuzz'); do \
+			echo "== $$p $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$p || exit 1; done; done
 
 ## demo: build the CLI and run an example agent offline, end to end.
 demo: bin/stepwise

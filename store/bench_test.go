@@ -93,7 +93,7 @@ func getFixture(b *testing.B, turns int) *fixture {
 			if err != nil {
 				b.Fatal(err)
 			}
-			rk, open, err := f.s.appendStep(ctx, tx, f.id, &d)
+			rk, open, _, err := f.s.appendStep(ctx, tx, f.id, &d)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -105,50 +105,56 @@ func (s *SQLite) Checkpoint(ctx context.Context, runID string, cp Checkpoint) er
 		return fmt.Errorf("checkpoint run %s step %d: %w", runID, cp.Seq, err)
 	}
 	defer rollback(tx)
-	rk, open, err := s.appendStep(ctx, tx, runID, &d)
+	rk, open, after, err := s.appendStep(ctx, tx, runID, &d)
 	if err != nil {
+		s.forgetTail(runID)
 		return fmt.Errorf("checkpoint run %s step %d: %w", runID, cp.Seq, err)
 	}
 	if err := tx.Commit(); err != nil {
+		s.forgetTail(runID)
 		return fmt.Errorf("checkpoint run %s step %d: commit: %w", runID, cp.Seq, err)
 	}
 	s.setOpenSegment(rk, open)
+	s.setTail(runID, after)
 	return nil
 }
 
-// appendStep writes d to the run inside tx. It returns the run's key and its
-// open segment after the step, to remember once tx commits.
-func (s *SQLite) appendStep(ctx context.Context, tx *sql.Tx, runID string, d *stepData) (rk int64, open *openSegment, err error) {
-	status, last, err := s.lastStep(ctx, tx, runID, &rk)
-	if err != nil {
-		return 0, nil, err
+// appendStep writes d to the run inside tx. It returns the run's key, its
+// open segment and its tail after the step, to remember once tx commits.
+func (s *SQLite) appendStep(ctx context.Context, tx *sql.Tx, runID string, d *stepData) (rk int64, open *openSegment, after tail, err error) {
+	var status string
+	var last stepRow
+	if t, ok := s.tail(runID); ok && t.seq == d.seq-1 {
+		rk, status, last = t.rk, string(t.status), stepRow{seq: t.seq, msgCount: t.msgCount, msgSum: t.msgSum}
+	} else if status, last, err = s.lastStep(ctx, tx, runID, &rk); err != nil {
+		return 0, nil, after, err
 	}
 	if Status(status).Ended() {
-		return 0, nil, fmt.Errorf("%w (%s at step %d)", ErrEnded, status, last.seq)
+		return 0, nil, after, fmt.Errorf("%w (%s at step %d)", ErrEnded, status, last.seq)
 	}
 	if d.seq != last.seq+1 {
-		return 0, nil, fmt.Errorf("%w: seq %d, want %d", ErrSeq, d.seq, last.seq+1)
+		return 0, nil, after, fmt.Errorf("%w: seq %d, want %d", ErrSeq, d.seq, last.seq+1)
 	}
 	row, err := d.row(s.now().UnixNano(), last.msgCount, last.msgSum)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, after, err
 	}
 	if _, err := tx.StmtContext(ctx, s.stInsStep).ExecContext(ctx, row.insertArgs(rk)...); err != nil {
-		return 0, nil, fmt.Errorf("insert step: %w", err)
+		return 0, nil, after, fmt.Errorf("insert step: %w", err)
 	}
 	if d.status != Status(status) {
 		if _, err := tx.StmtContext(ctx, s.stSetStatus).ExecContext(ctx, string(d.status), row.created, d.answer, string(d.failCode), d.reason, rk); err != nil {
-			return 0, nil, fmt.Errorf("update run: %w", err)
+			return 0, nil, after, fmt.Errorf("update run: %w", err)
 		}
 	}
 	open = s.openSegment(rk).extend(&row, last.msgCount)
 	if closesSegment(row.seq) {
 		if err := closeSegment(ctx, tx, runID, rk, &row, open); err != nil {
-			return 0, nil, fmt.Errorf("write segment: %w", err)
+			return 0, nil, after, fmt.Errorf("write segment: %w", err)
 		}
 		open = nil
 	}
-	return rk, open, nil
+	return rk, open, tail{rk: rk, status: d.status, seq: row.seq, msgCount: row.msgCount, msgSum: row.msgSum}, nil
 }
 
 // row builds the step row of d after a step holding count messages, the

@@ -57,6 +57,7 @@ type SQLite struct {
 	// The open segments of the runs this store writes (see openSegment).
 	segMu    sync.Mutex
 	segments map[int64]*openSegment
+	tails    map[string]tail // see tail.go; guarded by segMu
 }
 
 // Open opens (creating if needed) the store in the SQLite file at path and

@@ -267,6 +267,8 @@ func (s *SQLite) ListRuns(ctx context.Context, f Filter) ([]RunInfo, error) {
 // Complete and Fail actions through Checkpoint; an ended run's status cannot
 // change (ErrEnded).
 func (s *SQLite) SetStatus(ctx context.Context, runID string, status Status, reason string) error {
+	s.forgetTail(runID)
+	defer s.forgetTail(runID)
 	if !status.Valid() {
 		return fmt.Errorf("run %s: set status: unknown status %q", runID, status)
 	}

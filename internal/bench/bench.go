@@ -42,8 +42,9 @@ type Row struct {
 	TurnMedianUS float64 `json:"turn_median_us"`
 	TurnP99US    float64 `json:"turn_p99_us"`
 	TotalMS      float64 `json:"total_ms"`
-	// BytesPerStep is the growth of the database file per step (after the
-	// WAL is checkpointed into it); IOBytesPerStep is what the process
+	// BytesPerStep is the growth of the database file per step over the
+	// empty file (after the WAL is checkpointed into it; the file grows in
+	// whole 4 KiB pages, which rounds small runs up); IOBytesPerStep is what the process
 	// wrote to files per step (WAL frames and checkpoints included).
 	BytesPerStep   float64 `json:"bytes_per_step"`
 	IOBytesPerStep float64 `json:"io_bytes_per_step"`
@@ -165,12 +166,22 @@ func runOnce(dir string, n int, mode string) (Row, core.State, error) {
 	path := filepath.Join(dir, fmt.Sprintf("run-%d-%s.db", n, strings.ToLower(label(mode))))
 	var st shell.Store = nullStore{}
 	var db *store.SQLite
+	var empty int64 // the file with its schema and no run
 	if mode != "" {
 		sync := store.SyncNormal
 		if mode == "FULL" {
 			sync = store.SyncFull
 		}
 		var err error
+		if db, err = store.Open(path, &store.Options{Sync: sync}); err != nil {
+			return row, core.State{}, err
+		}
+		if err := db.Close(); err != nil {
+			return row, core.State{}, err
+		}
+		if fi, err := os.Stat(path); err == nil {
+			empty = fi.Size()
+		}
 		if db, err = store.Open(path, &store.Options{Sync: sync}); err != nil {
 			return row, core.State{}, err
 		}
@@ -212,7 +223,7 @@ func runOnce(dir string, n int, mode string) (Row, core.State, error) {
 	if err != nil {
 		return row, core.State{}, err
 	}
-	row.BytesPerStep = float64(fi.Size()) / float64(out.Steps)
+	row.BytesPerStep = float64(fi.Size()-empty) / float64(out.Steps)
 
 	if db, err = store.Open(path, nil); err != nil {
 		return row, core.State{}, err
