@@ -175,3 +175,40 @@ func TestKill9ResumesToTheSameEnd(t *testing.T) {
 	}
 	t.Logf("%d trials, %d kills", trials, kills)
 }
+
+// TestSignalInterruptsAndResumeFinishes sends SIGINT and SIGTERM to a running
+// stepwise: the run is checkpointed, marked interrupted (exit 4), and
+// `stepwise resume` finishes it exactly like an uninterrupted run.
+func TestSignalInterruptsAndResumeFinishes(t *testing.T) {
+	agent := killAgent(t)
+	dir := t.TempDir()
+	refDB := filepath.Join(dir, "ref.db")
+	if out, err := stepwiseCmd(refDB, filepath.Join(dir, "ref.log"), "run", agent, "go").CombinedOutput(); err != nil {
+		t.Fatalf("reference run: %v\n%s", err, out)
+	}
+	_, want := finalConversation(t, refDB)
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		db, log := filepath.Join(dir, sig.String()+".db"), filepath.Join(dir, sig.String()+".log")
+		cmd := stepwiseCmd(db, log, "run", agent, "go")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(150 * time.Millisecond) // inside the run: each turn takes ~50 ms
+		_ = cmd.Process.Signal(sig)
+		err := cmd.Wait()
+		ee, ok := err.(*exec.ExitError)
+		if !ok || ee.ExitCode() != exitInterrupted {
+			t.Fatalf("%s: exit %v, want %d", sig, err, exitInterrupted)
+		}
+		if status, _ := finalConversation(t, db); status != "interrupted" {
+			t.Fatalf("%s: status %s", sig, status)
+		}
+		if out, err := stepwiseCmd(db, log, "resume", runID(t, db)).CombinedOutput(); err != nil {
+			t.Fatalf("%s: resume: %v\n%s", sig, err, out)
+		}
+		status, got := finalConversation(t, db)
+		if status != "completed" || got != want {
+			t.Fatalf("%s: after resume status %s, conversation:\n%s\nwant:\n%s", sig, status, got, want)
+		}
+	}
+}
