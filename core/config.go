@@ -160,7 +160,7 @@ func (c Config) validate() error {
 	for i, t := range c.tools() {
 		where := fmt.Sprintf("tools[%d] %q", i, t.Name)
 		switch {
-		case !validToolName(t.Name):
+		case !ValidToolName(t.Name):
 			errs = append(errs, where+": name must be 1-64 letters, digits, '_', '-' or '.'")
 		case seen[t.Name]:
 			errs = append(errs, where+": duplicate tool name")
@@ -187,7 +187,9 @@ func (c Config) validate() error {
 // Validate reports whether the config is usable, naming every problem.
 func (c Config) Validate() error { return c.validate() }
 
-func validToolName(s string) bool {
+// ValidToolName reports whether s is a usable tool name: 1 to 64 letters,
+// digits, '_', '-' or '.'.
+func ValidToolName(s string) bool {
 	if len(s) == 0 || len(s) > 64 {
 		return false
 	}

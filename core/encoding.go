@@ -77,6 +77,11 @@ func DecodeState(b []byte) (State, error) {
 	return st, nil
 }
 
+// CBORModes returns the encoding mode (Core Deterministic Encoding) and the
+// strict decoding mode the core uses, for a store that encodes parts of a
+// state (messages, tool results) on its own and must match the core's bytes.
+func CBORModes() (cbor.EncMode, cbor.DecMode) { return encMode, decMode }
+
 // EncodeMessages encodes part of a message log exactly as EncodeState
 // encodes it inside a state, for comparing or storing a log piece by piece.
 func EncodeMessages(msgs []Message) ([]byte, error) {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"unicode/utf8"
 
-	"github.com/fxamacker/cbor/v2"
 	"github.com/stepwise-agent/stepwise/core"
 )
 
@@ -14,28 +13,9 @@ import (
 // slices strings out of one copy of the chunk instead of allocating each; any
 // other shape goes through the general decoder with core's strict options.
 
-var (
-	msgEnc cbor.EncMode
-	msgDec cbor.DecMode
-)
-
-func init() {
-	var err error
-	if msgEnc, err = cbor.CoreDetEncOptions().EncMode(); err != nil {
-		panic(err)
-	}
-	if msgDec, err = (cbor.DecOptions{
-		DupMapKey:         cbor.DupMapKeyEnforcedAPF,
-		ExtraReturnErrors: cbor.ExtraDecErrorUnknownField,
-		MaxArrayElements:  1 << 26,
-		MaxMapPairs:       1 << 26,
-		MaxNestedLevels:   64,
-		IndefLength:       cbor.IndefLengthForbidden,
-		UTF8:              cbor.UTF8RejectInvalid,
-	}).DecMode(); err != nil {
-		panic(err)
-	}
-}
+// msgEnc and msgDec are the core's own modes, so the store's bytes for a
+// message are the core's bytes for it inside a state.
+var msgEnc, msgDec = core.CBORModes()
 
 // encodeMessages appends the encoding of msgs to dst and returns it with the
 // checksum of the last message's encoding (for the append-only check).

@@ -105,6 +105,17 @@ func (e *env) runner(spec *agent.Spec, db *store.SQLite, quiet bool) *shell.Runn
 	return shell.NewRunner(db, opts)
 }
 
+// session opens the database and a context cancelled by SIGINT or SIGTERM;
+// done releases both. On failure it prints why and returns the exit code.
+func (e *env) session(cmd, dbFlag string) (context.Context, *store.SQLite, func(), int) {
+	st, code := e.openStore(cmd, dbFlag)
+	if code >= 0 {
+		return nil, nil, nil, code
+	}
+	ctx, stop := signalContext()
+	return ctx, st, func() { stop(); st.Close() }, -1
+}
+
 // signalContext is cancelled by SIGINT or SIGTERM; the runner then marks the
 // run interrupted after checkpointing.
 func signalContext() (context.Context, context.CancelFunc) {

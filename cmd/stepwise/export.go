@@ -17,13 +17,11 @@ func init() {
 		if code >= 0 {
 			return code
 		}
-		st, code := e.openStore(ex.name, *db)
+		ctx, st, done, code := e.session(ex.name, *db)
 		if code >= 0 {
 			return code
 		}
-		defer st.Close()
-		ctx, stop := signalContext()
-		defer stop()
+		defer done()
 		var buf bytes.Buffer
 		if err := st.Export(ctx, pos[0], &buf); err != nil {
 			return e.storeErr(ex.name, err)
@@ -54,13 +52,11 @@ func init() {
 			fmt.Fprintf(e.stderr, "stepwise import: %v\n", err)
 			return exitUsage
 		}
-		st, code := e.openStore(im.name, *db)
+		ctx, st, done, code := e.session(im.name, *db)
 		if code >= 0 {
 			return code
 		}
-		defer st.Close()
-		ctx, stop := signalContext()
-		defer stop()
+		defer done()
 		id, err := st.Import(ctx, bytes.NewReader(data))
 		if err != nil {
 			fmt.Fprintf(e.stderr, "stepwise import: %v\n", err)

@@ -44,13 +44,11 @@ calls are answered from the script, starting at its first line.`}
 				return exitUsage
 			}
 		}
-		st, code := e.openStore(c.name, *db)
+		ctx, st, done, code := e.session(c.name, *db)
 		if code >= 0 {
 			return code
 		}
-		defer st.Close()
-		ctx, stop := signalContext()
-		defer stop()
+		defer done()
 		info, err := st.Run(ctx, pos[0])
 		if err != nil {
 			return e.storeErr(c.name, err)

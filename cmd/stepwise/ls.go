@@ -26,13 +26,11 @@ func init() {
 			fmt.Fprintf(e.stderr, "stepwise ls: unknown status %q\n", *status)
 			return exitUsage
 		}
-		st, code := e.openStore(c.name, *db)
+		ctx, st, done, code := e.session(c.name, *db)
 		if code >= 0 {
 			return code
 		}
-		defer st.Close()
-		ctx, stop := signalContext()
-		defer stop()
+		defer done()
 		runs, err := st.ListRuns(ctx, store.Filter{Status: store.Status(*status), Agent: *agentName, Limit: *limit})
 		if err != nil {
 			return e.storeErr(c.name, err)

@@ -24,13 +24,11 @@ Exit 0 when identical, 1 on divergence.`}
 		if code >= 0 {
 			return code
 		}
-		st, code := e.openStore(c.name, *db)
+		ctx, st, done, code := e.session(c.name, *db)
 		if code >= 0 {
 			return code
 		}
-		defer st.Close()
-		ctx, stop := signalContext()
-		defer stop()
+		defer done()
 		var spec *agent.Spec
 		if *agentFile != "" {
 			if spec, code = e.loadAgent(c.name, *agentFile); code >= 0 {

@@ -23,13 +23,11 @@ answering every pending call once. Unknown, duplicate or missing ids are refused
 		if code >= 0 {
 			return code
 		}
-		st, code := e.openStore(c.name, *db)
+		ctx, st, done, code := e.session(c.name, *db)
 		if code >= 0 {
 			return code
 		}
-		defer st.Close()
-		ctx, stop := signalContext()
-		defer stop()
+		defer done()
 		spec, ag, code := e.storedAgent(ctx, c.name, st, pos[0], *script)
 		if code >= 0 {
 			return code

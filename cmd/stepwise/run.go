@@ -42,13 +42,11 @@ A paused run prints its pending calls (id, name, arguments) and exits 3.`}
 			return code
 		}
 		defer closeAgent(ag)
-		st, code := e.openStore(c.name, *db)
+		ctx, st, done, code := e.session(c.name, *db)
 		if code >= 0 {
 			return code
 		}
-		defer st.Close()
-		ctx, stop := signalContext()
-		defer stop()
+		defer done()
 		out, err := e.runner(spec, st, *quiet || *asJSON).Start(ctx, ag, input)
 		if err != nil {
 			return e.runErr(c.name, err)

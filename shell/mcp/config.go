@@ -178,20 +178,6 @@ func validServerName(s string) bool {
 	return true
 }
 
-// validToolName is the core's rule for tool names.
-func validToolName(s string) bool {
-	if len(s) == 0 || len(s) > 64 {
-		return false
-	}
-	for _, r := range s {
-		ok := r == '_' || r == '-' || r == '.' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9')
-		if !ok {
-			return false
-		}
-	}
-	return true
-}
-
 func validEnvName(s string) bool {
 	if s == "" || (s[0] >= '0' && s[0] <= '9') {
 		return false

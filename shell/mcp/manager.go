@@ -193,7 +193,7 @@ func (s *server) list(ctx context.Context, x *session) ([]*mcp.Tool, error) {
 // spec turns a listed tool into the core's description of it.
 func (s *server) spec(t *mcp.Tool) (core.Tool, error) {
 	name := ToolName(s.cfg.Name, t.Name)
-	if !validToolName(name) {
+	if !core.ValidToolName(name) {
 		return core.Tool{}, fmt.Errorf("name %q is not a valid tool name (1-64 letters, digits, '_', '-' or '.')", name)
 	}
 	raw, err := json.Marshal(t.InputSchema)
