@@ -193,7 +193,15 @@ func TestSignalInterruptsAndResumeFinishes(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(150 * time.Millisecond) // inside the run: each turn takes ~50 ms
+		// Signal once the run exists (the handler is installed before the run
+		// is created) and is a turn or two in: each turn takes ~50 ms.
+		for deadline := time.Now().Add(10 * time.Second); runID(t, db) == ""; {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the run never started", sig)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		time.Sleep(60 * time.Millisecond)
 		_ = cmd.Process.Signal(sig)
 		err := cmd.Wait()
 		ee, ok := err.(*exec.ExitError)
