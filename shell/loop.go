@@ -46,6 +46,13 @@ func (r *Runner) drive(ctx context.Context, ag *Agent, cur *cursor) (Outcome, er
 			r.emit(Event{RunID: cur.id, Seq: cur.seq, Kind: "fail", Text: fmt.Sprintf("%s: %s", a.Code, a.Reason)})
 			return r.outcome(cur, store.StatusFailed), nil
 		case core.RequestExternalToolCalls:
+			if !fresh {
+				// A pause re-issued from a stored state (a fork taken at a
+				// pause) has no new checkpoint to set the status.
+				if err := r.store.SetStatus(context.WithoutCancel(ctx), cur.id, store.StatusAwaitingToolResults, ""); err != nil {
+					return Outcome{}, fmt.Errorf("run %s: mark awaiting tool results: %w", cur.id, err)
+				}
+			}
 			r.emit(Event{RunID: cur.id, Seq: cur.seq, Kind: "external", Text: describeCallNames(a.Calls)})
 			out := r.outcome(cur, store.StatusAwaitingToolResults)
 			out.Pending = a.Calls

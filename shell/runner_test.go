@@ -434,3 +434,26 @@ func TestParseResults(t *testing.T) {
 		}
 	}
 }
+
+func TestForkAtAPauseIsPaused(t *testing.T) {
+	db := openStore(t)
+	ctx := context.Background()
+	ag := newAgent(t, scripted(t, `{"tool_calls":[{"id":"e1","name":"ask","arguments":{"x":"q"}}]}`, `{"text":"done"}`))
+	ag.Config.Tools = []core.Tool{external("ask")}
+	r := shell.NewRunner(db, nil)
+	out, err := r.Start(ctx, ag, "go")
+	if err != nil || out.Status != store.StatusAwaitingToolResults {
+		t.Fatal(out, err)
+	}
+	fork, err := r.Fork(ctx, ag, out.RunID, out.Steps, nil)
+	if err != nil || fork.Status != store.StatusAwaitingToolResults || len(fork.Pending) != 1 {
+		t.Fatalf("fork = %+v, %v", fork, err)
+	}
+	if info, _ := db.Run(ctx, fork.RunID); info.Status != store.StatusAwaitingToolResults {
+		t.Fatalf("stored fork status %s", info.Status)
+	}
+	done, err := r.Submit(ctx, ag, fork.RunID, []core.ToolResult{{CallID: "e1", Output: "a"}})
+	if err != nil || done.Status != store.StatusCompleted {
+		t.Fatalf("fork after submit = %+v, %v", done, err)
+	}
+}
