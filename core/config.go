@@ -272,10 +272,19 @@ func (c Config) tools() []Tool {
 // ToolList returns the tools the model sees (configured plus enabled built-ins).
 func (c Config) ToolList() []Tool { return c.tools() }
 
+// tool finds a tool by name without building the combined list: it is
+// looked up for every call and every result.
 func (c Config) tool(name string) (Tool, bool) {
-	for _, t := range c.tools() {
+	for _, t := range c.Tools {
 		if t.Name == name {
 			return t, true
+		}
+	}
+	if c.Memory.Tools {
+		for _, t := range memoryTools {
+			if t.Name == name {
+				return t, true
+			}
 		}
 	}
 	return Tool{}, false

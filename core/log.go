@@ -1,5 +1,7 @@
 package core
 
+import "slices"
+
 // messageOverhead approximates the encoded size of a message beyond its text.
 const messageOverhead = 16
 
@@ -36,7 +38,7 @@ func messageSize(m Message) int {
 func addOnce(list []string, values ...string) []string {
 	out := list
 	for _, v := range values {
-		if v == "" || contains(out, v) {
+		if v == "" || slices.Contains(out, v) {
 			continue
 		}
 		if len(out) == len(list) {
@@ -45,13 +47,4 @@ func addOnce(list []string, values ...string) []string {
 		out = append(out, v)
 	}
 	return out
-}
-
-func contains(list []string, v string) bool {
-	for _, s := range list {
-		if s == v {
-			return true
-		}
-	}
-	return false
 }

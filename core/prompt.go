@@ -3,6 +3,7 @@ package core
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -97,11 +98,10 @@ func writeHelpersDocs(b *strings.Builder, tools []Tool) {
 		"- Text outside the block is your message. To give your final answer, reply without a <helpers> block.\n")
 }
 
-// pySignature is a tool's Python signature, such as
-// find_user(name: str, zip: str = "10001") -> str, and one note per
-// parameter that has a description or constraints.
-func pySignature(t Tool) (string, []string) {
-	props := map[string]string{}
+// toolParams reads a tool's schema: each property's schema text by name,
+// the required names, and the property names in the order written.
+func toolParams(t Tool) (props map[string]string, required map[string]bool, names []string) {
+	props, required = map[string]string{}, map[string]bool{}
 	schema := map[string]string{}
 	if json.Valid(t.Parameters) {
 		schema = schemaNode(string(t.Parameters))
@@ -109,13 +109,19 @@ func pySignature(t Tool) (string, []string) {
 			props[m.key] = m.raw
 		}
 	}
-	required := map[string]bool{}
 	for _, m := range jsonMembers(schema["required"]) {
 		if s, ok := jsonStringOf(m.raw); ok {
 			required[s] = true
 		}
 	}
-	names := helperParamOrder(t.Parameters)
+	return props, required, helperParamOrder(t.Parameters)
+}
+
+// pySignature is a tool's Python signature, such as
+// find_user(name: str, zip: str = "10001") -> str, and one note per
+// parameter that has a description or constraints.
+func pySignature(t Tool) (string, []string) {
+	props, required, names := toolParams(t)
 	// In Python a parameter without a default cannot follow one with a
 	// default positionally: from the first defaulted parameter that comes
 	// before an undefaulted one, the rest are keyword-only (a "*" marker).
@@ -206,7 +212,7 @@ func pyType(schema string, depth int) string {
 	}
 	var uniq []string
 	for _, a := range alts {
-		if indexOf(uniq, a) < 0 {
+		if !slices.Contains(uniq, a) {
 			uniq = append(uniq, a)
 		}
 	}
@@ -274,21 +280,7 @@ func schemaNode(raw string) map[string]string {
 // first one) with their default, first example or enum value, or a value of
 // their type.
 func exampleCall(t Tool) NativeCall {
-	props := map[string]string{}
-	schema := map[string]string{}
-	if json.Valid(t.Parameters) {
-		schema = schemaNode(string(t.Parameters))
-		for _, m := range jsonMembers(schema["properties"]) {
-			props[m.key] = m.raw
-		}
-	}
-	required := map[string]bool{}
-	for _, m := range jsonMembers(schema["required"]) {
-		if s, ok := jsonStringOf(m.raw); ok {
-			required[s] = true
-		}
-	}
-	names := helperParamOrder(t.Parameters)
+	props, required, names := toolParams(t)
 	var args []helperArg
 	for i, name := range names {
 		if required[name] || (len(required) == 0 && i == 0) {

@@ -3,6 +3,7 @@ package core
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -88,7 +89,7 @@ func answerCalls(cfg Config, st State, results []ToolResult) (State, error) {
 	seen := make([]bool, len(p.CallIDs))
 	firstFailed := len(p.CallIDs)
 	for _, r := range results {
-		i := indexOf(p.CallIDs, r.CallID)
+		i := slices.Index(p.CallIDs, r.CallID)
 		if i < 0 {
 			return st, fmt.Errorf("%w: %q (pending: %s)", ErrUnknownCall, r.CallID, strings.Join(p.CallIDs, ", "))
 		}
@@ -160,13 +161,4 @@ func resultText(r ToolResult) string {
 		return "error: " + r.Error
 	}
 	return r.Output
-}
-
-func indexOf(list []string, v string) int {
-	for i, s := range list {
-		if s == v {
-			return i
-		}
-	}
-	return -1
 }

@@ -3,6 +3,7 @@ package shell
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/stepwise-agent/stepwise/core"
@@ -40,10 +41,12 @@ func (r *Runner) drive(ctx context.Context, ag *Agent, cur *cursor) (Outcome, er
 		var res core.Result
 		switch a := a.(type) {
 		case core.Complete:
-			r.emit(Event{RunID: cur.id, Seq: cur.seq, Kind: "complete", Text: a.Answer})
+			r.emit(func() Event { return Event{RunID: cur.id, Seq: cur.seq, Kind: "complete", Text: a.Answer} })
 			return r.outcome(cur, store.StatusCompleted), nil
 		case core.Fail:
-			r.emit(Event{RunID: cur.id, Seq: cur.seq, Kind: "fail", Text: fmt.Sprintf("%s: %s", a.Code, a.Reason)})
+			r.emit(func() Event {
+				return Event{RunID: cur.id, Seq: cur.seq, Kind: "fail", Text: fmt.Sprintf("%s: %s", a.Code, a.Reason)}
+			})
 			return r.outcome(cur, store.StatusFailed), nil
 		case core.RequestExternalToolCalls:
 			if !fresh {
@@ -53,7 +56,7 @@ func (r *Runner) drive(ctx context.Context, ag *Agent, cur *cursor) (Outcome, er
 					return Outcome{}, fmt.Errorf("run %s: mark awaiting tool results: %w", cur.id, err)
 				}
 			}
-			r.emit(Event{RunID: cur.id, Seq: cur.seq, Kind: "external", Text: describeCallNames(a.Calls)})
+			r.emit(func() Event { return Event{RunID: cur.id, Seq: cur.seq, Kind: "external", Text: callNames(a.Calls)} })
 			out := r.outcome(cur, store.StatusAwaitingToolResults)
 			out.Pending = a.Calls
 			return out, nil
@@ -92,15 +95,14 @@ func (r *Runner) interrupt(cur *cursor, cause error) (Outcome, error) {
 	if err := r.store.SetStatus(context.Background(), cur.id, store.StatusInterrupted, cause.Error()); err != nil {
 		return Outcome{}, fmt.Errorf("run %s: mark interrupted: %w", cur.id, err)
 	}
-	r.emit(Event{RunID: cur.id, Seq: cur.seq, Kind: "interrupted", Text: cause.Error()})
+	r.emit(func() Event { return Event{RunID: cur.id, Seq: cur.seq, Kind: "interrupted", Text: cause.Error()} })
 	out := r.outcome(cur, store.StatusInterrupted)
 	return out, nil
 }
 
 func (r *Runner) outcome(cur *cursor, status store.Status) Outcome {
 	st := cur.st
-	out := Outcome{RunID: cur.id, Status: status, Answer: st.Answer, Failure: st.Failure, ToolsUsed: st.ToolsUsed, Sources: st.Sources, Steps: cur.seq}
-	return out
+	return Outcome{RunID: cur.id, Status: status, Answer: st.Answer, Failure: st.Failure, ToolsUsed: st.ToolsUsed, Sources: st.Sources, Steps: cur.seq}
 }
 
 func (r *Runner) callModel(ctx context.Context, ag *Agent, cur *cursor, a core.RequestModelCall) (core.Result, error) {
@@ -117,21 +119,22 @@ func (r *Runner) callModel(ctx context.Context, ag *Agent, cur *cursor, a core.R
 		// The provider gave up: the model's failure is data, the run fails.
 		reply = core.ModelReply{Error: err.Error()}
 	}
-	r.emit(Event{RunID: cur.id, Seq: cur.seq, Kind: "model", Text: describeReply(a.Role, reply), Duration: time.Since(start), Usage: reply.Usage})
+	r.emit(func() Event {
+		return Event{RunID: cur.id, Seq: cur.seq, Kind: "model", Text: describeReply(a.Role, reply), Duration: time.Since(start), Usage: reply.Usage}
+	})
 	return reply, nil
 }
 
 func (r *Runner) memory(ctx context.Context, cur *cursor, a core.Action) (core.Result, error) {
 	start := time.Now()
 	var res core.Result
-	var text string
 	switch a := a.(type) {
 	case core.RequestMemorySearch:
 		hits, err := r.store.MemorySearch(ctx, a.Namespace, a.Query, a.Limit)
 		if err != nil && ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		res, text = core.MemoryHits{Hits: hits, Error: errText(err)}, fmt.Sprintf("memory search %q: %d hits", a.Query, len(hits))
+		res = core.MemoryHits{Hits: hits, Error: errText(err)}
 	case core.RequestMemoryCreate:
 		created, err := r.store.MemoryCreate(ctx, a.Namespace, a.Entities, a.Relations)
 		if err != nil && ctx.Err() != nil {
@@ -140,7 +143,7 @@ func (r *Runner) memory(ctx context.Context, cur *cursor, a core.Action) (core.R
 		if err != nil {
 			created = core.MemoryCreated{Error: err.Error()}
 		}
-		res, text = created, fmt.Sprintf("memory create: %d entities, %d relations", len(a.Entities), len(a.Relations))
+		res = created
 	case core.RequestMemoryTraverse:
 		tr, err := r.store.MemoryTraverse(ctx, a.Namespace, a.From, a.Relation, a.Depth)
 		if err != nil && ctx.Err() != nil {
@@ -149,15 +152,19 @@ func (r *Runner) memory(ctx context.Context, cur *cursor, a core.Action) (core.R
 		if err != nil {
 			tr = core.MemoryTraversed{Error: err.Error()}
 		}
-		res, text = tr, fmt.Sprintf("memory traverse from %q: %d entities", a.From, len(tr.Entities))
+		res = tr
 	}
-	r.emit(Event{RunID: cur.id, Seq: cur.seq, Kind: "memory", Text: text, Duration: time.Since(start)})
+	r.emit(func() Event {
+		return Event{RunID: cur.id, Seq: cur.seq, Kind: "memory", Text: core.DescribeAction(a) + " -> " + core.DescribeResult(res), Duration: time.Since(start)}
+	})
 	return res, nil
 }
 
-func (r *Runner) emit(e Event) {
+// emit tells the observer about an event; the event (and its text) is only
+// built when someone observes, so the step loop pays nothing otherwise.
+func (r *Runner) emit(event func() Event) {
 	if r.opts.Observer != nil {
-		r.opts.Observer.Event(e)
+		r.opts.Observer.Event(event())
 	}
 }
 
@@ -173,29 +180,21 @@ func describeReply(role core.ModelRole, r core.ModelReply) string {
 	case r.Error != "":
 		return fmt.Sprintf("%s model failed: %s", role, r.Error)
 	case len(r.Calls) > 0:
-		return fmt.Sprintf("%s model: %d tool call(s): %s", role, len(r.Calls), describeNativeNames(r.Calls))
+		return fmt.Sprintf("%s model: %d tool call(s): %s", role, len(r.Calls), callNames(r.Calls))
 	}
 	return fmt.Sprintf("%s model: %d chars of text", role, len(r.Text))
 }
 
-func describeNativeNames(calls []core.NativeCall) string {
-	s := ""
+// callNames lists calls as name#id, comma-separated.
+func callNames[C core.NativeCall | core.ToolCall](calls []C) string {
+	names := make([]string, len(calls))
 	for i, c := range calls {
-		if i > 0 {
-			s += ", "
+		switch c := any(c).(type) {
+		case core.NativeCall:
+			names[i] = c.Name + "#" + c.ID
+		case core.ToolCall:
+			names[i] = c.Name + "#" + c.ID
 		}
-		s += c.Name
 	}
-	return s
-}
-
-func describeCallNames(calls []core.ToolCall) string {
-	s := ""
-	for i, c := range calls {
-		if i > 0 {
-			s += ", "
-		}
-		s += c.Name + "#" + c.ID
-	}
-	return s
+	return strings.Join(names, ", ")
 }

@@ -74,7 +74,9 @@ func (r *Runner) runTools(ctx context.Context, ag *Agent, cur *cursor, a core.Re
 			}
 		}
 		results[i], done[i] = res, true
-		r.emit(Event{RunID: cur.id, Seq: cur.seq, Kind: "tool", Text: describeToolResult(c, res), Duration: time.Since(start)})
+		r.emit(func() Event {
+			return Event{RunID: cur.id, Seq: cur.seq, Kind: "tool", Text: describeToolResult(c, res), Duration: time.Since(start)}
+		})
 		return nil
 	}
 
