@@ -82,25 +82,24 @@ func getFixture(b *testing.B, turns int) *fixture {
 	f.log = initial.Messages
 	const batch = 1000
 	for f.seq < 2*turns {
-		tx, err := f.s.w.BeginTx(ctx, nil)
+		err := f.s.write(ctx, "fill", func(tx *wtx) error {
+			for i := 0; i < batch && f.seq < 2*turns; i++ {
+				var cp Checkpoint
+				cp, f.log = turnStep(f.log, f.seq+1, 200)
+				d, err := encodeStep(cp)
+				if err != nil {
+					return err
+				}
+				rk, open, _, err := f.s.appendStep(ctx, tx, f.id, &d)
+				if err != nil {
+					return err
+				}
+				f.s.setOpenSegment(rk, open)
+				f.seq++
+			}
+			return nil
+		})
 		if err != nil {
-			b.Fatal(err)
-		}
-		for i := 0; i < batch && f.seq < 2*turns; i++ {
-			var cp Checkpoint
-			cp, f.log = turnStep(f.log, f.seq+1, 200)
-			d, err := encodeStep(cp)
-			if err != nil {
-				b.Fatal(err)
-			}
-			rk, open, _, err := f.s.appendStep(ctx, tx, f.id, &d)
-			if err != nil {
-				b.Fatal(err)
-			}
-			f.s.setOpenSegment(rk, open)
-			f.seq++
-		}
-		if err := tx.Commit(); err != nil {
 			b.Fatal(err)
 		}
 	}

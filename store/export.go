@@ -207,7 +207,7 @@ func (s *SQLite) Export(ctx context.Context, runID string, w io.Writer) error {
 }
 
 // runIntents reads every intent of the run, by step, in recorded order.
-func runIntents(ctx context.Context, tx *sql.Tx, runID string, rk int64) (map[int][]exportIntent, error) {
+func runIntents(ctx context.Context, tx querier, runID string, rk int64) (map[int][]exportIntent, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT seq, call_id, tool, args, started_ns, result, completed_ns, sum FROM intents
 		WHERE rk = ? ORDER BY seq, ord`, rk)
 	if err != nil {
@@ -271,7 +271,7 @@ func (s *SQLite) ImportAs(ctx context.Context, r io.Reader, id string) (string, 
 	if err != nil {
 		return "", err
 	}
-	err = s.write(ctx, "import run "+id, func(tx *sql.Tx) error {
+	err = s.write(ctx, "import run "+id, func(tx *wtx) error {
 		rk, err := insertRun(ctx, tx, p.run)
 		if err != nil {
 			return err
@@ -283,7 +283,7 @@ func (s *SQLite) ImportAs(ctx context.Context, r io.Reader, id string) (string, 
 			for _, m := range st.Messages {
 				row.msgs = append(row.msgs, m.CBOR...)
 			}
-			if _, err := tx.ExecContext(ctx, insertStepSQL, row.insertArgs(rk)...); err != nil {
+			if err := tx.insertStep(&row, rk); err != nil {
 				return fmt.Errorf("step %d: %w", st.Seq, err)
 			}
 			if closesSegment(row.seq) {

@@ -45,7 +45,7 @@ func (s *SQLite) RecordIntent(ctx context.Context, runID string, seq int, call c
 	if args == nil {
 		args = []byte{}
 	}
-	return s.write(ctx, fmt.Sprintf("run %s step %d: record intent %s", runID, seq, call.ID), func(tx *sql.Tx) error {
+	return s.write(ctx, fmt.Sprintf("run %s step %d: record intent %s", runID, seq, call.ID), func(tx *wtx) error {
 		rk, err := stepKey(ctx, tx, runID, seq)
 		if err != nil {
 			return err
@@ -77,7 +77,7 @@ func (s *SQLite) RecordOutcome(ctx context.Context, runID string, seq int, res c
 	if err != nil {
 		return fmt.Errorf("run %s step %d: record outcome %s: %w", runID, seq, res.CallID, err)
 	}
-	return s.write(ctx, fmt.Sprintf("run %s step %d: record outcome %s", runID, seq, res.CallID), func(tx *sql.Tx) error {
+	return s.write(ctx, fmt.Sprintf("run %s step %d: record outcome %s", runID, seq, res.CallID), func(tx *wtx) error {
 		rk, err := stepKey(ctx, tx, runID, seq)
 		if err != nil {
 			return err
@@ -124,7 +124,7 @@ func (s *SQLite) Intents(ctx context.Context, runID string, seq int) ([]Intent, 
 	return readIntents(ctx, tx, runID, rk, seq)
 }
 
-func readIntents(ctx context.Context, tx *sql.Tx, runID string, rk int64, seq int) ([]Intent, error) {
+func readIntents(ctx context.Context, tx querier, runID string, rk int64, seq int) ([]Intent, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT call_id, tool, args, started_ns, result, completed_ns, sum FROM intents
 		WHERE rk = ? AND seq = ? ORDER BY ord`, rk, seq)
 	if err != nil {
@@ -162,7 +162,7 @@ func readIntents(ctx context.Context, tx *sql.Tx, runID string, rk int64, seq in
 }
 
 // stepKey returns the run's internal key after checking that step seq exists.
-func stepKey(ctx context.Context, tx *sql.Tx, runID string, seq int) (int64, error) {
+func stepKey(ctx context.Context, tx querier, runID string, seq int) (int64, error) {
 	var rk int64
 	var has int
 	err := tx.QueryRowContext(ctx, `SELECT r.rk, EXISTS (SELECT 1 FROM steps s WHERE s.id = (r.rk << 32) + ?) FROM runs r WHERE r.id = ?`,
@@ -177,21 +177,4 @@ func stepKey(ctx context.Context, tx *sql.Tx, runID string, seq int) (int64, err
 		return 0, fmt.Errorf("step %d: %w", seq, ErrNotFound)
 	}
 	return rk, nil
-}
-
-// write runs fn in a write transaction and commits it; what names the
-// operation in errors.
-func (s *SQLite) write(ctx context.Context, what string, fn func(*sql.Tx) error) error {
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	defer rollback(tx)
-	if err := fn(tx); err != nil {
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("%s: commit: %w", what, err)
-	}
-	return nil
 }

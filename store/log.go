@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 
 	"github.com/stepwise-agent/stepwise/core"
@@ -92,7 +91,7 @@ func insertSegment(ctx context.Context, ex execer, rk int64, from, to, first, n 
 
 // closeSegment writes the segment that step last closes, from open when it
 // is complete, else by reading the segment's steps back.
-func closeSegment(ctx context.Context, tx *sql.Tx, runID string, rk int64, last *stepRow, open *openSegment) error {
+func closeSegment(ctx context.Context, tx dbtx, runID string, rk int64, last *stepRow, open *openSegment) error {
 	if open == nil || open.seq != last.seq {
 		return writeSegment(ctx, tx, runID, rk, last)
 	}
@@ -106,7 +105,7 @@ func closeSegment(ctx context.Context, tx *sql.Tx, runID string, rk int64, last 
 // a segments row. It reads the segment's earlier steps back (and the step
 // before, for the count the segment starts at), verifying each, so that a
 // corrupt record is never copied under a fresh checksum.
-func writeSegment(ctx context.Context, tx *sql.Tx, runID string, rk int64, last *stepRow) error {
+func writeSegment(ctx context.Context, tx dbtx, runID string, rk int64, last *stepRow) error {
 	from := segmentStart(last.seq)
 	rows, err := tx.QueryContext(ctx, `SELECT `+stepColumns+` FROM steps s WHERE s.id >= ? AND s.id < ? ORDER BY s.id`,
 		rowKey(rk, max(from-1, 0)), rowKey(rk, last.seq))

@@ -33,7 +33,7 @@ func (s *SQLite) MemoryCreate(ctx context.Context, ns string, entities []core.En
 		}
 	}
 	var out core.MemoryCreated
-	err := s.write(ctx, "memory "+ns+": create", func(tx *sql.Tx) error {
+	err := s.write(ctx, "memory "+ns+": create", func(tx *wtx) error {
 		changed := map[string]bool{}
 		note := func(name string) {
 			if !changed[name] {
@@ -89,7 +89,7 @@ func (s *SQLite) MemoryCreate(ctx context.Context, ns string, entities []core.En
 }
 
 // upsertEntity stores e, reporting its id and whether anything changed.
-func upsertEntity(ctx context.Context, tx *sql.Tx, ns string, e core.Entity) (id int64, changed bool, err error) {
+func upsertEntity(ctx context.Context, tx dbtx, ns string, e core.Entity) (id int64, changed bool, err error) {
 	var typ string
 	err = tx.QueryRowContext(ctx, `SELECT id, type FROM mem_entities WHERE ns = ? AND name = ?`, ns, e.Name).Scan(&id, &typ)
 	switch {
@@ -126,7 +126,7 @@ func upsertEntity(ctx context.Context, tx *sql.Tx, ns string, e core.Entity) (id
 }
 
 // reindex rewrites the full-text row of entity id.
-func reindex(ctx context.Context, tx *sql.Tx, id int64) error {
+func reindex(ctx context.Context, tx dbtx, id int64) error {
 	e, err := loadEntity(ctx, tx, id)
 	if err != nil {
 		return err

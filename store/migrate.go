@@ -85,34 +85,30 @@ func (s *SQLite) migrate(ctx context.Context) error {
 
 // migrateOne applies the next pending migration; done reports that none was.
 func (s *SQLite) migrateOne(ctx context.Context, ms []migration) (done bool, err error) {
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return false, fmt.Errorf("migrate: %w", err)
-	}
-	defer rollback(tx)
-	var have int
-	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&have); err != nil {
-		return false, fmt.Errorf("migrate: read version: %w", err)
-	}
-	if have > len(ms) {
-		return false, fmt.Errorf("%w: %s is at schema version %d, this build knows up to %d; use a newer stepwise",
-			ErrNewerSchema, s.path, have, len(ms))
-	}
-	if have == len(ms) {
-		return true, nil
-	}
-	m := ms[have]
-	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
-		return false, fmt.Errorf("migration %s: %w", m.name, err)
-	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_ns) VALUES (?, ?, ?)`,
-		m.version, m.name, s.now().UnixNano()); err != nil {
-		return false, fmt.Errorf("migration %s: record: %w", m.name, err)
-	}
-	if err := tx.Commit(); err != nil {
-		return false, fmt.Errorf("migration %s: commit: %w", m.name, err)
-	}
-	return false, nil
+	err = s.write(ctx, "migrate", func(tx *wtx) error {
+		var have int
+		if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&have); err != nil {
+			return fmt.Errorf("read version: %w", err)
+		}
+		if have > len(ms) {
+			return fmt.Errorf("%w: %s is at schema version %d, this build knows up to %d; use a newer stepwise",
+				ErrNewerSchema, s.path, have, len(ms))
+		}
+		if have == len(ms) {
+			done = true
+			return nil
+		}
+		m := ms[have]
+		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+			return fmt.Errorf("migration %s: %w", m.name, err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_ns) VALUES (?, ?, ?)`,
+			m.version, m.name, s.now().UnixNano()); err != nil {
+			return fmt.Errorf("migration %s: record: %w", m.name, err)
+		}
+		return nil
+	})
+	return done, err
 }
 
 // rollback ends a transaction that was not committed; after Commit it is a

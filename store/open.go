@@ -44,16 +44,14 @@ type Options struct {
 type SQLite struct {
 	path string
 	now  func() time.Time
-	// w is the write pool: one connection, transactions BEGIN IMMEDIATE,
-	// so writers in this process queue in Go and take the lock up front.
+	// w is the write pool: one connection, transactions BEGIN IMMEDIATE
+	// (write.go), so writers in this process queue in Go and take the lock
+	// up front.
 	w *sql.DB
 	// r is the read pool: deferred transactions, snapshot reads.
 	r *sql.DB
-	// Prepared on w, for the checkpoint hot path.
-	stLast      *sql.Stmt
-	stInsStep   *sql.Stmt
-	stSetStatus *sql.Stmt
-	statements  []*sql.Stmt
+	// The write connection's hot statements (see write.go).
+	hot hotCache
 	// The open segments of the runs this store writes (see openSegment).
 	segMu    sync.Mutex
 	segments map[int64]*openSegment
@@ -90,7 +88,7 @@ func Open(path string, opts *Options) (*SQLite, error) {
 	}
 	s := &SQLite{path: abs, now: o.Now}
 	params := fmt.Sprintf("_busy_timeout=%d&_foreign_keys=1&_synchronous=%s", o.BusyTimeout.Milliseconds(), o.Sync)
-	if s.w, err = sql.Open("sqlite3", dsn(abs, params+"&_txlock=immediate")); err != nil {
+	if s.w, err = sql.Open("sqlite3", dsn(abs, params+"&_txlock=immediate&_stmt_cache_size=16")); err != nil {
 		return nil, fmt.Errorf("open store %s: %w", abs, err)
 	}
 	s.w.SetMaxOpenConns(1)
@@ -112,10 +110,7 @@ func (s *SQLite) setup(ctx context.Context, busy time.Duration) error {
 	if err := s.walMode(ctx, busy); err != nil {
 		return err
 	}
-	if err := s.migrate(ctx); err != nil {
-		return err
-	}
-	return s.prepare(ctx)
+	return s.migrate(ctx)
 }
 
 // walMode switches the file to WAL (a persistent setting). Changing the
@@ -140,29 +135,6 @@ func (s *SQLite) walMode(ctx context.Context, busy time.Duration) error {
 	}
 }
 
-func (s *SQLite) prepare(ctx context.Context) error {
-	for _, p := range []struct {
-		dst **sql.Stmt
-		sql string
-	}{
-		// Scalar subqueries rather than a join: through go-sqlite3 this
-		// form runs several times faster (BenchmarkAppendStep).
-		{&s.stLast, `SELECT (SELECT rk FROM runs WHERE id = ?1), (SELECT status FROM runs WHERE id = ?1), ` + stepColumns + `
-			FROM steps s WHERE s.id = (SELECT max(id) FROM steps
-				WHERE id BETWEEN (SELECT rk FROM runs WHERE id = ?1) << 32 AND ((SELECT rk FROM runs WHERE id = ?1) << 32) + 4294967295)`},
-		{&s.stInsStep, insertStepSQL},
-		{&s.stSetStatus, `UPDATE runs SET status = ?, updated_ns = ?, answer = ?, fail_code = ?, reason = ? WHERE rk = ?`},
-	} {
-		st, err := s.w.PrepareContext(ctx, p.sql)
-		if err != nil {
-			return fmt.Errorf("prepare: %w", err)
-		}
-		*p.dst = st
-		s.statements = append(s.statements, st)
-	}
-	return nil
-}
-
 // dsn builds a go-sqlite3 URI for the file at abs. The characters URIs give
 // meaning to are escaped so any path works.
 func dsn(abs, params string) string {
@@ -176,10 +148,7 @@ func (s *SQLite) Path() string { return s.path }
 // Close closes the store. Steps already returned stay valid.
 func (s *SQLite) Close() error {
 	var errs []error
-	for _, st := range s.statements {
-		errs = append(errs, st.Close())
-	}
-	s.statements = nil
+	errs = append(errs, s.closeHot())
 	if s.r != nil {
 		errs = append(errs, s.r.Close())
 	}

@@ -117,39 +117,35 @@ func (s *SQLite) CreateRun(ctx context.Context, r NewRun) error {
 	if err := checkMessages(body, len(r.Initial.Messages)); err != nil {
 		return fmt.Errorf("create run %s: %w", r.ID, err)
 	}
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("create run %s: %w", r.ID, err)
-	}
-	defer rollback(tx)
-	if r.ParentID != "" {
-		var last int
-		err := tx.QueryRowContext(ctx, `SELECT s.seq FROM runs r JOIN steps s ON s.id = `+lastStepID+` WHERE r.id = ?`, r.ParentID).Scan(&last)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("create run %s: parent run %s: %w", r.ID, r.ParentID, ErrNotFound)
-		}
-		if err != nil {
-			return fmt.Errorf("create run %s: %w", r.ID, err)
-		}
-		if r.ParentStep < 0 || r.ParentStep > last {
-			return fmt.Errorf("create run %s: parent run %s step %d: %w", r.ID, r.ParentID, r.ParentStep, ErrNotFound)
-		}
-	}
 	now := s.now().UnixNano()
-	rec := runRow{
-		id: r.ID, agent: r.Agent, configHash: r.ConfigHash, config: r.Config, input: r.Input,
-		status: StatusRunning, created: now, updated: now, parentID: r.ParentID, parentStep: r.ParentStep,
-	}
-	rk, err := insertRun(ctx, tx, rec)
-	if err != nil {
-		return fmt.Errorf("create run %s: %w", r.ID, err)
-	}
 	step := stepRow{seq: 0, created: now, msgCount: len(r.Initial.Messages), msgSum: msgSum, head: head, msgs: body}
-	if _, err := tx.ExecContext(ctx, insertStepSQL, step.insertArgs(rk)...); err != nil {
-		return fmt.Errorf("create run %s: %w", r.ID, err)
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("create run %s: commit: %w", r.ID, err)
+	var rk int64
+	err = s.write(ctx, "create run "+r.ID, func(tx *wtx) error {
+		if r.ParentID != "" {
+			var last int
+			err := tx.QueryRowContext(ctx, `SELECT s.seq FROM runs r JOIN steps s ON s.id = `+lastStepID+` WHERE r.id = ?`, r.ParentID).Scan(&last)
+			if errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("parent run %s: %w", r.ParentID, ErrNotFound)
+			}
+			if err != nil {
+				return err
+			}
+			if r.ParentStep < 0 || r.ParentStep > last {
+				return fmt.Errorf("parent run %s step %d: %w", r.ParentID, r.ParentStep, ErrNotFound)
+			}
+		}
+		rec := runRow{
+			id: r.ID, agent: r.Agent, configHash: r.ConfigHash, config: r.Config, input: r.Input,
+			status: StatusRunning, created: now, updated: now, parentID: r.ParentID, parentStep: r.ParentStep,
+		}
+		var err error
+		if rk, err = insertRun(ctx, tx, rec); err != nil {
+			return err
+		}
+		return tx.insertStep(&step, rk)
+	})
+	if err != nil {
+		return err
 	}
 	s.setOpenSegment(rk, (*openSegment)(nil).extend(&step, 0))
 	return nil
@@ -170,7 +166,7 @@ type runRow struct {
 }
 
 // insertRun inserts a run (its steps follow).
-func insertRun(ctx context.Context, tx *sql.Tx, r runRow) (int64, error) {
+func insertRun(ctx context.Context, tx dbtx, r runRow) (int64, error) {
 	if r.config == nil {
 		r.config = []byte{}
 	}
@@ -272,30 +268,22 @@ func (s *SQLite) SetStatus(ctx context.Context, runID string, status Status, rea
 	if !status.Valid() {
 		return fmt.Errorf("run %s: set status: unknown status %q", runID, status)
 	}
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("run %s: set status: %w", runID, err)
-	}
-	defer rollback(tx)
-	var cur string
-	err = tx.QueryRowContext(ctx, `SELECT status FROM runs WHERE id = ?`, runID).Scan(&cur)
-	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("run %s: %w", runID, ErrNotFound)
-	}
-	if err != nil {
-		return fmt.Errorf("run %s: set status: %w", runID, err)
-	}
-	if Status(cur).Ended() {
-		return fmt.Errorf("run %s: set status %s: %w (%s)", runID, status, ErrEnded, cur)
-	}
-	if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, reason = ?, updated_ns = ? WHERE id = ?`,
-		string(status), reason, s.now().UnixNano(), runID); err != nil {
-		return fmt.Errorf("run %s: set status: %w", runID, err)
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("run %s: set status: %w", runID, err)
-	}
-	return nil
+	return s.write(ctx, fmt.Sprintf("run %s: set status %s", runID, status), func(tx *wtx) error {
+		var cur string
+		err := tx.QueryRowContext(ctx, `SELECT status FROM runs WHERE id = ?`, runID).Scan(&cur)
+		if errors.Is(err, sql.ErrNoRows) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		if Status(cur).Ended() {
+			return fmt.Errorf("%w (%s)", ErrEnded, cur)
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE runs SET status = ?, reason = ?, updated_ns = ? WHERE id = ?`,
+			string(status), reason, s.now().UnixNano(), runID)
+		return err
+	})
 }
 
 func fromNs(ns int64) time.Time { return time.Unix(0, ns).UTC() }

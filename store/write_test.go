@@ -1,0 +1,102 @@
+package store
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"testing"
+
+	"github.com/mattn/go-sqlite3"
+)
+
+// inTransaction reports whether the write connection has a transaction
+// open.
+func inTransaction(t *testing.T, s *SQLite) bool {
+	t.Helper()
+	conn, err := s.w.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	open := false
+	if err := conn.Raw(func(dc any) error {
+		open = !dc.(*sqlite3.SQLiteConn).AutoCommit()
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return open
+}
+
+func TestWriteRollsBack(t *testing.T) {
+	s := openTest(t)
+	ctx := context.Background()
+	st := newRun(t, s, "r1")
+	boom := errors.New("boom")
+	err := s.write(ctx, "test", func(tx *wtx) error {
+		if _, err := tx.ExecContext(ctx, `UPDATE runs SET reason = 'changed' WHERE id = 'r1'`); err != nil {
+			return err
+		}
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("write: %v, want boom", err)
+	}
+	if inTransaction(t, s) {
+		t.Fatal("the write connection was left inside a transaction")
+	}
+	var reason string
+	if err := s.r.QueryRow(`SELECT reason FROM runs WHERE id = 'r1'`).Scan(&reason); err != nil || reason != "" {
+		t.Fatalf("reason %q, %v: the failed write was not rolled back", reason, err)
+	}
+	// The connection still takes checkpoints.
+	cp, _ := turnStep(st.Messages, 1, 10)
+	if err := s.Checkpoint(ctx, "r1", cp); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCheckpointCancelled(t *testing.T) {
+	s := openTest(t)
+	st := newRun(t, s, "r1")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	cp, _ := turnStep(st.Messages, 1, 10)
+	if err := s.Checkpoint(ctx, "r1", cp); !errors.Is(err, context.Canceled) {
+		t.Fatalf("checkpoint under a cancelled context: %v", err)
+	}
+	if info, err := s.Run(context.Background(), "r1"); err != nil || info.LastSeq != 0 {
+		t.Fatalf("after a cancelled checkpoint: %+v, %v", info, err)
+	}
+}
+
+// A connection database/sql throws away (a broken one) is replaced, and the
+// hot statements are prepared again on the new one.
+func TestWriteAfterConnectionReplaced(t *testing.T) {
+	s := openTest(t)
+	ctx := context.Background()
+	log := newRun(t, s, "r1").Messages
+	var cp Checkpoint
+	var prev *sqlite3.SQLiteConn
+	for seq := 1; seq <= 4; seq++ {
+		cp, log = turnStep(log, seq, 10)
+		if err := s.Checkpoint(ctx, "r1", cp); err != nil {
+			t.Fatalf("step %d: %v", seq, err)
+		}
+		if s.hot.h == nil || s.hot.h.conn == prev {
+			t.Fatalf("step %d did not run on a new connection", seq)
+		}
+		prev = s.hot.h.conn
+		// Throw the connection away; the next step gets a new one.
+		conn, err := s.w.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		conn.Close()
+	}
+	rec, err := s.LoadLatest(ctx, "r1")
+	if err != nil || rec.Seq != 4 || len(rec.State.Messages) != len(log) {
+		t.Fatalf("latest: step %d, %d messages (want 4, %d): %v", rec.Seq, len(rec.State.Messages), len(log), err)
+	}
+}
