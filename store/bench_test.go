@@ -3,12 +3,14 @@ package store
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 
+	"github.com/mattn/go-sqlite3"
 	"github.com/stepwise-agent/stepwise/core"
 )
 
@@ -208,7 +210,8 @@ func BenchmarkAppendStep(b *testing.B) {
 
 // BenchmarkBareInsert is the floor for BenchmarkAppendStep: one transaction
 // inserting one row of the same bytes as an average step, in a database
-// opened the same way (WAL, synchronous NORMAL, BEGIN IMMEDIATE).
+// opened the same way (WAL, synchronous NORMAL, BEGIN IMMEDIATE), with
+// nothing between the program and the driver.
 func BenchmarkBareInsert(b *testing.B) {
 	s := benchStore(b, "bare")
 	defer s.Close()
@@ -230,23 +233,37 @@ func BenchmarkBareInsert(b *testing.B) {
 		total += rowBytes(b, cp, before) + len(body)
 	}
 	payload := make([]byte, total/n)
-	ins, err := s.w.Prepare(`INSERT INTO bare (v) VALUES (?)`)
+	// Driven at the driver level: BEGIN IMMEDIATE, the insert and COMMIT
+	// prepared once and run on the pinned write connection.
+	conn, err := s.w.Conn(context.Background())
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer ins.Close()
-	ctx := context.Background()
-	for b.Loop() {
-		tx, err := s.w.BeginTx(ctx, nil)
-		if err != nil {
-			b.Fatal(err)
+	defer conn.Close()
+	err = conn.Raw(func(dc any) error {
+		c := dc.(*sqlite3.SQLiteConn)
+		var st [3]driver.StmtExecContext
+		for i, q := range []string{`BEGIN IMMEDIATE`, `INSERT INTO bare (v) VALUES (?)`, `COMMIT`} {
+			ds, err := c.Prepare(q)
+			if err != nil {
+				return err
+			}
+			defer ds.Close()
+			st[i] = ds.(driver.StmtExecContext)
 		}
-		if _, err := tx.StmtContext(ctx, ins).ExecContext(ctx, payload); err != nil {
-			b.Fatal(err)
+		args := []driver.NamedValue{{Ordinal: 1, Value: payload}}
+		ctx := context.Background()
+		for b.Loop() {
+			for i, a := range [][]driver.NamedValue{nil, args, nil} {
+				if _, err := st[i].ExecContext(ctx, a); err != nil {
+					return err
+				}
+			}
 		}
-		if err := tx.Commit(); err != nil {
-			b.Fatal(err)
-		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
 	}
 	b.ReportMetric(float64(len(payload)), "row-B/step")
 }
@@ -287,4 +304,33 @@ func BenchmarkReplay1000(b *testing.B) {
 			b.Fatalf("%d steps, want %d", n, f.seq+1)
 		}
 	}
+}
+
+// BenchmarkEncodeStep is the Go side of a checkpoint before any SQL: a
+// step's action, result and state head encoded, and its row built (the new
+// messages encoded, the append-only check), at turn 1,000.
+func BenchmarkEncodeStep(b *testing.B) {
+	log := synthInitial("bench").Messages
+	var cps []Checkpoint
+	for seq := 1; seq <= 2002; seq++ {
+		var cp Checkpoint
+		cp, log = turnStep(log, seq, 200)
+		if seq > 2000 {
+			cps = append(cps, cp)
+		}
+	}
+	for b.Loop() {
+		for i, cp := range cps {
+			d, err := encodeStep(cp)
+			if err != nil {
+				b.Fatal(err)
+			}
+			n := len(cp.Action.Next().Messages) - 1
+			prev, _, _ := encodeMessages(nil, cp.Action.Next().Messages[n-1:n])
+			if _, err := d.row(int64(i), n, messageSum(prev)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(cps)), "ns/step")
 }

@@ -111,13 +111,13 @@ func (s *SQLite) Checkpoint(ctx context.Context, runID string, cp Checkpoint) er
 	var rk int64
 	var open *openSegment
 	var after tail
-	err = s.write(ctx, fmt.Sprintf("checkpoint run %s step %d", runID, cp.Seq), func(tx *wtx) error {
+	err = s.write(ctx, "", func(tx *wtx) error {
 		rk, open, after, err = s.appendStep(ctx, tx, runID, &d)
 		return err
 	})
 	if err != nil {
 		s.forgetTail(runID)
-		return err
+		return fmt.Errorf("checkpoint run %s step %d: %w", runID, cp.Seq, err)
 	}
 	s.setOpenSegment(rk, open)
 	s.setTail(runID, after)

@@ -56,13 +56,6 @@ type execer interface {
 const insertStepSQL = `INSERT INTO steps (id, rk, seq, created_ns, msg_count, msg_sum, action, result, head, msgs, sum)
 	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
-// insertArgs computes r's checksum and returns the arguments of
-// insertStepSQL.
-func (r *stepRow) insertArgs(rk int64) []any {
-	r.sum = stepSum(rk, r)
-	return []any{rowKey(rk, r.seq), rk, r.seq, r.created, r.msgCount, r.msgSum, r.action, r.result, r.head, r.msgs, r.sum}
-}
-
 // record decodes the row into a StepRecord whose state holds the first
 // msgCount messages of log.
 func (r *stepRow) record(runID string, log []core.Message) (StepRecord, error) {

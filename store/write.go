@@ -33,30 +33,41 @@ type wtx struct {
 }
 
 // write runs fn in a write transaction and commits it; what names the
-// operation in errors. fn's statements run under ctx; BEGIN, COMMIT and
-// ROLLBACK run to their end whatever ctx does, so a transaction is never
-// left open on the connection.
+// operation in errors (none when empty, for a caller that names it
+// itself). fn's statements run under ctx; BEGIN, COMMIT and ROLLBACK run to
+// their end whatever ctx does, so a transaction is never left open on the
+// connection.
 func (s *SQLite) write(ctx context.Context, what string, fn func(*wtx) error) error {
+	if err := s.inWrite(ctx, fn); err != nil {
+		if what != "" {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		return err
+	}
+	return nil
+}
+
+func (s *SQLite) inWrite(ctx context.Context, fn func(*wtx) error) error {
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("%s: %w", what, err)
+		return err
 	}
 	conn, err := s.w.Conn(ctx)
 	if err != nil {
-		return fmt.Errorf("%s: %w", what, err)
+		return err
 	}
 	defer conn.Close()
 	tx := &wtx{Conn: conn, s: s}
 	if err := tx.hot(func(h *hotStmts) error { return h.exec(hotBegin) }); err != nil {
 		tx.rollback()
-		return fmt.Errorf("%s: begin: %w", what, err)
+		return fmt.Errorf("begin: %w", err)
 	}
 	if err := fn(tx); err != nil {
 		tx.rollback()
-		return fmt.Errorf("%s: %w", what, err)
+		return err
 	}
 	if err := tx.hot(func(h *hotStmts) error { return h.exec(hotCommit) }); err != nil {
 		tx.rollback()
-		return fmt.Errorf("%s: commit: %w", what, err)
+		return fmt.Errorf("commit: %w", err)
 	}
 	return nil
 }

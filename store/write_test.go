@@ -1,12 +1,14 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"database/sql/driver"
 	"errors"
 	"testing"
 
 	"github.com/mattn/go-sqlite3"
+	"github.com/stepwise-agent/stepwise/core"
 )
 
 // inTransaction reports whether the write connection has a transaction
@@ -98,5 +100,68 @@ func TestWriteAfterConnectionReplaced(t *testing.T) {
 	rec, err := s.LoadLatest(ctx, "r1")
 	if err != nil || rec.Seq != 4 || len(rec.State.Messages) != len(log) {
 		t.Fatalf("latest: step %d, %d messages (want 4, %d): %v", rec.Seq, len(rec.State.Messages), len(log), err)
+	}
+}
+
+// The schema's foreign keys are not enforced (see Open); every write path
+// must keep them by construction. This exercises each one and then asks
+// SQLite to check them all.
+func TestForeignKeysHold(t *testing.T) {
+	s := openTest(t)
+	ctx := context.Background()
+	log := newRun(t, s, "r").Messages
+	for seq := 1; seq <= 2*segmentSteps+3; seq++ { // closes two segments
+		var cp Checkpoint
+		cp, log = turnStep(log, seq, 50)
+		if err := s.Checkpoint(ctx, "r", cp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.RecordIntent(ctx, "r", 7, core.ToolCall{ID: "c7", Name: "search", Args: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RecordOutcome(ctx, "r", 7, core.ToolResult{CallID: "c7", Output: "found"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateRun(ctx, NewRun{ID: "fork", Agent: "agent", ParentID: "r", ParentStep: 70, Initial: baseState("q", log[:4])}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.MemoryCreate(ctx, "ns", []core.Entity{{Name: "Alice", Observations: []string{"engineer"}}, {Name: "Acme"}},
+		[]core.Relation{{From: "Alice", To: "Acme", Type: "works_at"}, {From: "Alice", To: "Bob", Type: "knows"}}); err != nil {
+		t.Fatal(err)
+	}
+	var exported bytes.Buffer
+	if err := s.Export(ctx, "r", &exported); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ImportAs(ctx, &exported, "copy"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetStatus(ctx, "r", StatusInterrupted, "test"); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := s.r.Query(`PRAGMA foreign_key_check`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var table, parent string
+		var rowid, fkid any
+		if err := rows.Scan(&table, &rowid, &parent, &fkid); err != nil {
+			t.Fatal(err)
+		}
+		t.Errorf("%s row %v refers to a missing %s row", table, rowid, parent)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	var steps, segments, intents, relations int
+	if err := s.r.QueryRow(`SELECT (SELECT count(*) FROM steps), (SELECT count(*) FROM segments), (SELECT count(*) FROM intents), (SELECT count(*) FROM mem_relations)`).
+		Scan(&steps, &segments, &intents, &relations); err != nil {
+		t.Fatal(err)
+	}
+	if steps < 2*(2*segmentSteps+4) || segments < 4 || intents != 2 || relations != 2 {
+		t.Fatalf("the paths were not all exercised: %d steps, %d segments, %d intents, %d relations", steps, segments, intents, relations)
 	}
 }

@@ -3,17 +3,19 @@ package bench
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/fxamacker/cbor/v2"
-	_ "github.com/mattn/go-sqlite3" // the floor uses the same driver as the store
+	"github.com/mattn/go-sqlite3" // the floor uses the same driver as the store
 	"github.com/stepwise-agent/stepwise/core"
 	"github.com/stepwise-agent/stepwise/shell"
 	"github.com/stepwise-agent/stepwise/store"
@@ -30,6 +32,11 @@ type Options struct {
 	Dir string
 	// Progress, when set, is told what is being measured.
 	Progress func(string)
+	// Cold skips the warm-up run. By default a short run (its own
+	// database, not reported) goes first, so that the first size measured
+	// is not also paying for the process's start: heap growth, first-use
+	// initialisation, cold code. The floor is measured warm too.
+	Cold bool
 }
 
 // Row is one measured run.
@@ -57,6 +64,9 @@ type Row struct {
 	ConversationBytes int64   `json:"conversation_bytes"`
 	LoadLatestMS      float64 `json:"load_latest_ms"`
 	ReplayMS          float64 `json:"replay_ms"`
+	// FloorRatio is TurnMedianUS over the floor's TurnUS in the same sync
+	// mode (checkpointed rows only).
+	FloorRatio float64 `json:"floor_ratio,omitempty"`
 }
 
 // Floor is the cost of the bare minimum on this machine.
@@ -64,10 +74,16 @@ type Floor struct {
 	Sync string `json:"sync"`
 	// Bytes is the size of one insert: the workload's bytes per step.
 	Bytes int `json:"bytes"`
-	// InsertMedianUS is one transaction inserting Bytes bytes; TurnUS is
-	// two of them, the checkpoints of one turn.
+	// InsertMedianUS is one transaction inserting Bytes bytes, driven at
+	// the driver level (BEGIN IMMEDIATE, INSERT and COMMIT prepared once,
+	// run on a pinned connection): the least a Go program can do through
+	// this driver. TurnUS is two of them, the checkpoints of one turn.
 	InsertMedianUS float64 `json:"insert_median_us"`
 	TurnUS         float64 `json:"turn_us"`
+	// InsertSQLMedianUS is the same insert as a database/sql transaction
+	// (db.Begin, a prepared statement, Commit), the usual way; for
+	// reference.
+	InsertSQLMedianUS float64 `json:"insert_sql_median_us"`
 	// EncodeDeltaUS is the CBOR encoding of one step's delta (the state's
 	// head and the messages the step added).
 	EncodeDeltaUS float64 `json:"encode_delta_us"`
@@ -102,7 +118,18 @@ func Run(opts Options) (Report, error) {
 		defer os.RemoveAll(dir)
 		opts.Dir = dir
 	}
+	opts.Ns = dedupe(opts.Ns)
 	rep := Report{Floor: map[string]Floor{}}
+	if !opts.Cold {
+		opts.Progress("warm-up")
+		warm := filepath.Join(opts.Dir, "warm-up")
+		if err := os.MkdirAll(warm, 0o755); err != nil {
+			return rep, err
+		}
+		if _, _, err := runOnce(warm, 200, "NORMAL"); err != nil {
+			return rep, err
+		}
+	}
 	var lastState core.State
 	for _, n := range opts.Ns {
 		for _, mode := range []string{"NORMAL", ""} {
@@ -145,8 +172,24 @@ func Run(opts Options) (Report, error) {
 		}
 		f.EncodeDeltaUS = delta
 		rep.Floor[strings.ToLower(mode)] = f
+		for i := range rep.Rows {
+			if r := &rep.Rows[i]; r.Checkpoint && r.Sync == mode && f.TurnUS > 0 {
+				r.FloorRatio = r.TurnMedianUS / f.TurnUS
+			}
+		}
 	}
 	return rep, nil
+}
+
+// dedupe drops repeated sizes, keeping the first of each.
+func dedupe(ns []int) []int {
+	var out []int
+	for _, n := range ns {
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 func label(mode string) string {
@@ -250,24 +293,9 @@ func runOnce(dir string, n int, mode string) (Row, core.State, error) {
 }
 
 // floor measures a bare insert of bytes per transaction in the same journal
-// and sync mode as the store.
+// and sync mode as the store, at the driver level and through database/sql.
 func floor(dir, mode string, bytes int) (Floor, error) {
 	f := Floor{Sync: mode, Bytes: bytes}
-	path := filepath.Join(dir, "floor-"+strings.ToLower(mode)+".db")
-	db, err := sql.Open("sqlite3", "file:"+path+"?_journal_mode=WAL&_synchronous="+mode+"&_busy_timeout=5000&_txlock=immediate")
-	if err != nil {
-		return f, err
-	}
-	defer db.Close()
-	db.SetMaxOpenConns(1)
-	if _, err := db.Exec(`CREATE TABLE IF NOT EXISTS t (id INTEGER PRIMARY KEY, data BLOB NOT NULL)`); err != nil {
-		return f, err
-	}
-	ins, err := db.Prepare(`INSERT INTO t (data) VALUES (?)`)
-	if err != nil {
-		return f, err
-	}
-	defer ins.Close()
 	payload := make([]byte, bytes)
 	for i := range payload {
 		payload[i] = byte(i * 31)
@@ -276,25 +304,99 @@ func floor(dir, mode string, bytes int) (Floor, error) {
 	if mode == "FULL" {
 		count = 400
 	}
+	// Each way on a fresh file, so both start from the same empty WAL.
+	var err error
+	if f.InsertMedianUS, err = floorDB(dir, "driver", mode, func(db *sql.DB) (float64, error) { return floorDriver(db, payload, count) }); err != nil {
+		return f, err
+	}
+	if f.InsertSQLMedianUS, err = floorDB(dir, "sql", mode, func(db *sql.DB) (float64, error) { return floorSQL(db, payload, count) }); err != nil {
+		return f, err
+	}
+	f.TurnUS = 2 * f.InsertMedianUS
+	return f, nil
+}
+
+// floorDB runs measure on a fresh database holding one table t.
+func floorDB(dir, name, mode string, measure func(*sql.DB) (float64, error)) (float64, error) {
+	path := filepath.Join(dir, "floor-"+name+"-"+strings.ToLower(mode)+".db")
+	db, err := sql.Open("sqlite3", "file:"+path+"?_journal_mode=WAL&_synchronous="+mode+"&_busy_timeout=5000&_txlock=immediate")
+	if err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	if _, err := db.Exec(`CREATE TABLE IF NOT EXISTS t (id INTEGER PRIMARY KEY, data BLOB NOT NULL)`); err != nil {
+		return 0, err
+	}
+	return measure(db)
+}
+
+// floorDriver times count inserts driven at the driver level.
+func floorDriver(db *sql.DB, payload []byte, count int) (float64, error) {
+	ctx := context.Background()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close()
+	samples := make([]float64, 0, count)
+	err = conn.Raw(func(dc any) error {
+		c, ok := dc.(*sqlite3.SQLiteConn)
+		if !ok {
+			return fmt.Errorf("driver connection %T", dc)
+		}
+		var st [3]driver.StmtExecContext
+		for i, q := range []string{`BEGIN IMMEDIATE`, `INSERT INTO t (data) VALUES (?)`, `COMMIT`} {
+			s, err := c.Prepare(q)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			st[i] = s.(driver.StmtExecContext)
+		}
+		args := []driver.NamedValue{{Ordinal: 1, Value: payload}}
+		for i := 0; i < count; i++ {
+			t0 := time.Now()
+			if _, err := st[0].ExecContext(ctx, nil); err != nil {
+				return err
+			}
+			if _, err := st[1].ExecContext(ctx, args); err != nil {
+				return err
+			}
+			if _, err := st[2].ExecContext(ctx, nil); err != nil {
+				return err
+			}
+			samples = append(samples, float64(time.Since(t0).Nanoseconds())/1e3)
+		}
+		return nil
+	})
+	return percentile(samples, 0.5), err
+}
+
+// floorSQL times count inserts as database/sql transactions.
+func floorSQL(db *sql.DB, payload []byte, count int) (float64, error) {
+	ins, err := db.Prepare(`INSERT INTO t (data) VALUES (?)`)
+	if err != nil {
+		return 0, err
+	}
+	defer ins.Close()
 	samples := make([]float64, 0, count)
 	for i := 0; i < count; i++ {
 		t0 := time.Now()
 		tx, err := db.Begin()
 		if err != nil {
-			return f, err
+			return 0, err
 		}
 		if _, err := tx.Stmt(ins).Exec(payload); err != nil {
 			tx.Rollback()
-			return f, err
+			return 0, err
 		}
 		if err := tx.Commit(); err != nil {
-			return f, err
+			return 0, err
 		}
 		samples = append(samples, float64(time.Since(t0).Nanoseconds())/1e3)
 	}
-	f.InsertMedianUS = percentile(samples, 0.5)
-	f.TurnUS = 2 * f.InsertMedianUS
-	return f, nil
+	return percentile(samples, 0.5), nil
 }
 
 // encodeDelta times the CBOR encoding of one step's delta: the state without
