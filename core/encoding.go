@@ -50,9 +50,10 @@ func init() {
 }
 
 // EncodeState encodes a state with CBOR Core Deterministic Encoding: the same
-// state always gives the same bytes.
+// state always gives the same bytes, the bytes encMode.Marshal gives (see
+// encode_fast.go). It never fails; the error is kept for callers.
 func EncodeState(st State) ([]byte, error) {
-	return encMode.Marshal(st)
+	return appendState(make([]byte, 0, stateSize(&st)), &st), nil
 }
 
 // DecodeState decodes a state written by EncodeState. It fails with
@@ -84,8 +85,18 @@ func CBORModes() (cbor.EncMode, cbor.DecMode) { return encMode, decMode }
 
 // EncodeMessages encodes part of a message log exactly as EncodeState
 // encodes it inside a state, for comparing or storing a log piece by piece.
+// A nil log is CBOR null, an empty one an empty array. It never fails.
 func EncodeMessages(msgs []Message) ([]byte, error) {
-	return encMode.Marshal(msgs)
+	if msgs == nil {
+		return []byte{cborNull}, nil
+	}
+	return appendList(make([]byte, 0, messagesSize(msgs)), msgs, appendMessage), nil
+}
+
+// AppendMessage appends the encoding of m to dst: the bytes encMode.Marshal
+// gives for m, which are m's bytes inside an encoded state.
+func AppendMessage(dst []byte, m Message) []byte {
+	return appendMessage(dst, &m)
 }
 
 type envelope struct {
@@ -124,9 +135,10 @@ func EncodeAction(a Action) ([]byte, error) {
 	if kind == "" {
 		return nil, fmt.Errorf("encode action: unknown action %T", a)
 	}
-	if m, ok := a.(RequestModelCall); ok && m.Role == Primary {
-		m.Messages = nil
-		a = m
+	// Every action with a fast path takes it, a RequestModelCall included:
+	// that path drops a primary call's messages.
+	if b, ok := encodeActionFast(kind, a); ok {
+		return b, nil
 	}
 	body, err := encMode.Marshal(a)
 	if err != nil {
@@ -194,11 +206,15 @@ func ResultKind(r Result) string {
 	return ""
 }
 
-// EncodeResult encodes a result deterministically.
+// EncodeResult encodes a result deterministically, in an envelope naming its
+// kind, as EncodeAction does.
 func EncodeResult(r Result) ([]byte, error) {
 	kind := ResultKind(r)
 	if kind == "" {
 		return nil, fmt.Errorf("encode result: unknown result %T", r)
+	}
+	if b, ok := encodeResultFast(kind, r); ok {
+		return b, nil
 	}
 	body, err := encMode.Marshal(r)
 	if err != nil {

@@ -145,10 +145,7 @@ func rowBytes(b *testing.B, cp Checkpoint, before int) int {
 	if err != nil {
 		b.Fatal(err)
 	}
-	body, _, err := encodeMessages(nil, d.msgs[before:])
-	if err != nil {
-		b.Fatal(err)
-	}
+	body, _ := encodeMessages(nil, d.msgs[before:])
 	return len(d.action) + len(d.result) + len(d.head) + len(body)
 }
 
@@ -226,10 +223,7 @@ func BenchmarkBareInsert(b *testing.B) {
 	for i := 0; i < n; i++ {
 		before := len(g.log)
 		cp := g.next()
-		body, _, err := encodeMessages(nil, g.log[before:])
-		if err != nil {
-			b.Fatal(err)
-		}
+		body, _ := encodeMessages(nil, g.log[before:])
 		total += rowBytes(b, cp, before) + len(body)
 	}
 	payload := make([]byte, total/n)
@@ -326,7 +320,7 @@ func BenchmarkEncodeStep(b *testing.B) {
 				b.Fatal(err)
 			}
 			n := len(cp.Action.Next().Messages) - 1
-			prev, _, _ := encodeMessages(nil, cp.Action.Next().Messages[n-1:n])
+			prev, _ := encodeMessages(nil, cp.Action.Next().Messages[n-1:n])
 			if _, err := d.row(int64(i), n, messageSum(prev)); err != nil {
 				b.Fatal(err)
 			}

@@ -170,20 +170,14 @@ func (d *stepData) row(now int64, count int, msgSum int64) (stepRow, error) {
 		return stepRow{}, fmt.Errorf("%w: the state has %d messages, the log already %d", ErrNotAppend, len(d.msgs), count)
 	}
 	if count > 0 {
-		enc, err := msgEnc.Marshal(d.msgs[count-1])
-		if err != nil {
-			return stepRow{}, fmt.Errorf("encode message: %w", err)
-		}
-		if messageSum(enc) != msgSum {
+		var buf [512]byte
+		if messageSum(core.AppendMessage(buf[:0], d.msgs[count-1])) != msgSum {
 			return stepRow{}, fmt.Errorf("%w: the state's message %d differs from the stored one", ErrNotAppend, count-1)
 		}
 	}
 	row := stepRow{seq: d.seq, created: now, msgCount: len(d.msgs), msgSum: msgSum, action: d.action, result: d.result, head: d.head}
 	if added := d.msgs[count:]; len(added) > 0 {
-		var err error
-		if row.msgs, row.msgSum, err = encodeMessages(nil, added); err != nil {
-			return stepRow{}, err
-		}
+		row.msgs, row.msgSum = encodeMessages(nil, added)
 		if err := checkMessages(row.msgs, len(added)); err != nil {
 			return stepRow{}, err
 		}

@@ -19,18 +19,14 @@ var msgEnc, msgDec = core.CBORModes()
 
 // encodeMessages appends the encoding of msgs to dst and returns it with the
 // checksum of the last message's encoding (for the append-only check).
-func encodeMessages(dst []byte, msgs []core.Message) ([]byte, int64, error) {
+func encodeMessages(dst []byte, msgs []core.Message) ([]byte, int64) {
 	var last int64
 	for i := range msgs {
 		start := len(dst)
-		b, err := msgEnc.Marshal(msgs[i])
-		if err != nil {
-			return nil, 0, fmt.Errorf("encode message: %w", err)
-		}
-		dst = append(dst, b...)
+		dst = core.AppendMessage(dst, msgs[i])
 		last = messageSum(dst[start:])
 	}
-	return dst, last, nil
+	return dst, last
 }
 
 // decodeMessages decodes the messages of body, appending them to dst: n of

@@ -110,10 +110,7 @@ func (s *SQLite) CreateRun(ctx context.Context, r NewRun) error {
 	if err != nil {
 		return fmt.Errorf("create run %s: %w", r.ID, err)
 	}
-	body, msgSum, err := encodeMessages(nil, r.Initial.Messages)
-	if err != nil {
-		return fmt.Errorf("create run %s: %w", r.ID, err)
-	}
+	body, msgSum := encodeMessages(nil, r.Initial.Messages)
 	if err := checkMessages(body, len(r.Initial.Messages)); err != nil {
 		return fmt.Errorf("create run %s: %w", r.ID, err)
 	}

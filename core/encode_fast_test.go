@@ -1,0 +1,342 @@
+package core
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"pgregory.net/rapid"
+)
+
+// The hand-written encoders must give the library's bytes, byte for byte.
+
+// libraryEnvelope is EncodeAction and EncodeResult as they were before the
+// fast paths: the body marshalled by the library, then the envelope.
+func libraryEnvelope(kind string, v any) ([]byte, error) {
+	body, err := encMode.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return encMode.Marshal(envelope{Kind: kind, Body: body})
+}
+
+// sameAsLibrary checks that fast appends the library's encoding of every value
+// gen draws, after a prefix it leaves alone.
+func sameAsLibrary[T any](gen *rapid.Generator[T], fast func([]byte, *T) []byte) func(*testing.T) {
+	return func(t *testing.T) {
+		rapid.Check(t, func(t *rapid.T) {
+			v := gen.Draw(t, "v")
+			want, err := encMode.Marshal(v)
+			if err != nil {
+				t.Fatalf("library: %v", err)
+			}
+			prefix := []byte("prefix")
+			got := fast(prefix[:len(prefix):len(prefix)], &v)
+			if !bytes.HasPrefix(got, prefix) {
+				t.Fatalf("prefix overwritten: %x", got)
+			}
+			if got := got[len(prefix):]; !bytes.Equal(got, want) {
+				t.Fatalf("fast and library differ for %#v\nfast:    %x\nlibrary: %x", v, got, want)
+			}
+		})
+	}
+}
+
+func TestFastEncodersMatchLibrary(t *testing.T) {
+	t.Run("Message", sameAsLibrary(genMessage(genText()), appendMessage))
+	t.Run("ToolCall", sameAsLibrary(genToolCall(genText()), appendToolCall))
+	t.Run("ToolResult", sameAsLibrary(genToolResult(genText()), appendToolResult))
+	t.Run("Request", sameAsLibrary(rapid.Custom(func(t *rapid.T) Request { return Request{Input: genText().Draw(t, "input")} }), appendRequest))
+	t.Run("Pending", sameAsLibrary(genPending(genText()), appendPending))
+	t.Run("Turn", sameAsLibrary(genTurn(genText()), appendTurn))
+	t.Run("Counters", sameAsLibrary(genCounters(genText()), appendCounters))
+	t.Run("Failure", sameAsLibrary(genFailure(genText()), appendFailure))
+	t.Run("State", sameAsLibrary(genState(genText()), appendState))
+	t.Run("Complete", sameAsLibrary(genComplete(genText()), appendComplete))
+	t.Run("Fail", sameAsLibrary(genFail(genText()), appendFail))
+	t.Run("RequestModelCall", sameAsLibrary(genRequestModelCall(genText()), appendRequestModelCall))
+	t.Run("Tool", sameAsLibrary(genTool(genText()), appendTool))
+	t.Run("RequestToolCalls", sameAsLibrary(genRequestToolCalls(genText()), appendRequestToolCalls))
+	t.Run("RequestExternalToolCalls", sameAsLibrary(genRequestExternalToolCalls(genText()), appendRequestExternalToolCalls))
+	t.Run("ModelReply", sameAsLibrary(genModelReply(genText()), appendModelReply))
+	t.Run("NativeCall", sameAsLibrary(genNativeCall(genText()), appendNativeCall))
+	t.Run("Usage", sameAsLibrary(genUsage(), appendUsage))
+	t.Run("ToolResults", sameAsLibrary(genToolResults(genText()), appendToolResults))
+}
+
+// The exported encoders give what the library gave before the fast paths,
+// for types with a fast path and for those that fall back.
+func TestEncodeMatchesLibrary(t *testing.T) {
+	text := genText()
+	t.Run("EncodeState", func(t *testing.T) {
+		rapid.Check(t, func(t *rapid.T) {
+			st := genState(text).Draw(t, "state")
+			got, err := EncodeState(st)
+			want, _ := encMode.Marshal(st)
+			if err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("err=%v\nfast:    %x\nlibrary: %x", err, got, want)
+			}
+		})
+	})
+	t.Run("EncodeMessages", func(t *testing.T) {
+		rapid.Check(t, func(t *rapid.T) {
+			msgs := genList(genMessage(text)).Draw(t, "messages")
+			got, err := EncodeMessages(msgs)
+			want, _ := encMode.Marshal(msgs)
+			if err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("err=%v\nfast:    %x\nlibrary: %x", err, got, want)
+			}
+			var appended []byte
+			for _, m := range msgs {
+				appended = AppendMessage(appended, m)
+			}
+			if len(msgs) > 0 && !bytes.HasSuffix(got, appended) {
+				t.Fatalf("AppendMessage one by one differs from EncodeMessages: %x vs %x", appended, got)
+			}
+		})
+	})
+	t.Run("EncodeAction", func(t *testing.T) {
+		rapid.Check(t, func(t *rapid.T) {
+			a := genAction(text).Draw(t, "action")
+			got, err := EncodeAction(a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body := a
+			if m, ok := a.(RequestModelCall); ok && m.Role == Primary {
+				m.Messages = nil
+				body = m
+			}
+			want, err := libraryEnvelope(ActionKind(a), body)
+			if err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("%T: err=%v\nfast:    %x\nlibrary: %x", a, err, got, want)
+			}
+		})
+	})
+	t.Run("EncodeResult", func(t *testing.T) {
+		rapid.Check(t, func(t *rapid.T) {
+			r := genResult(text).Draw(t, "result")
+			got, err := EncodeResult(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := libraryEnvelope(ResultKind(r), r)
+			if err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("%T: err=%v\nfast:    %x\nlibrary: %x", r, err, got, want)
+			}
+		})
+	})
+}
+
+// The fast paths take one allocation: the size estimates are upper bounds.
+func TestEncodeAllocatesOnce(t *testing.T) {
+	text := genText()
+	once := func(t *rapid.T, what string, f func()) {
+		if n := testing.AllocsPerRun(10, f); n != 1 {
+			t.Fatalf("%s: %v allocations, want 1", what, n)
+		}
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		st := genState(text).Draw(t, "state")
+		once(t, "EncodeState", func() { _, _ = EncodeState(st) })
+		msgs := rapid.SliceOfN(genMessage(text), 1, 4).Draw(t, "messages")
+		once(t, "EncodeMessages", func() { _, _ = EncodeMessages(msgs) })
+		a := rapid.OneOf(
+			genComplete(text).AsAny(), genFail(text).AsAny(), genRequestToolCalls(text).AsAny(),
+			genRequestExternalToolCalls(text).AsAny(), genRequestModelCall(text).AsAny(),
+		).Draw(t, "action").(Action)
+		once(t, fmt.Sprintf("EncodeAction(%T)", a), func() { _, _ = EncodeAction(a) })
+		r := rapid.OneOf(genModelReply(text).AsAny(), genToolResults(text).AsAny()).Draw(t, "result").(Result)
+		once(t, fmt.Sprintf("EncodeResult(%T)", r), func() { _, _ = EncodeResult(r) })
+	})
+}
+
+// What the new encoders write decodes back to values that encode to the
+// same bytes (for strings the decoder accepts: valid UTF-8).
+func TestFastEncodingRoundTrips(t *testing.T) {
+	text := genValidText()
+	t.Run("State", func(t *testing.T) {
+		rapid.Check(t, func(t *rapid.T) {
+			st := genState(text).Draw(t, "state")
+			if rapid.Bool().Draw(t, "valid") {
+				st.Version, st.Phase, st.Failure, st.Pending = StateVersion, PhaseModel, nil, nil
+			}
+			b, _ := EncodeState(st)
+			back, err := DecodeState(b)
+			if want := checkState(st); (err == nil) != (want == nil) {
+				t.Fatalf("DecodeState: %v, checkState: %v", err, want)
+			}
+			if err != nil {
+				return
+			}
+			if again, _ := EncodeState(back); !bytes.Equal(again, b) {
+				t.Fatalf("re-encoding differs:\n%x\n%x", again, b)
+			}
+		})
+	})
+	t.Run("Action", func(t *testing.T) {
+		rapid.Check(t, func(t *rapid.T) {
+			a := genAction(text).Draw(t, "action")
+			b, _ := EncodeAction(a)
+			back, err := DecodeAction(b, a.Next())
+			if err != nil {
+				t.Fatalf("DecodeAction: %v", err)
+			}
+			if again, _ := EncodeAction(back); !bytes.Equal(again, b) {
+				t.Fatalf("re-encoding differs:\n%x\n%x", again, b)
+			}
+		})
+	})
+	t.Run("Result", func(t *testing.T) {
+		rapid.Check(t, func(t *rapid.T) {
+			r := genResult(text).Draw(t, "result")
+			b, _ := EncodeResult(r)
+			back, err := DecodeResult(b)
+			if err != nil {
+				t.Fatalf("DecodeResult: %v", err)
+			}
+			if again, _ := EncodeResult(back); !bytes.Equal(again, b) {
+				t.Fatalf("re-encoding differs:\n%x\n%x", again, b)
+			}
+		})
+	})
+}
+
+// Some encodings spelled out, so the rules the encoders follow are on record.
+func TestFastEncodingExamples(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		got  []byte
+		want string
+	}{
+		{"empty message", appendMessage(nil, &Message{}), "a0"},
+		{"turn of nil slices is nulls", appendTurn(nil, &Turn{}), "a201f602f6"},
+		{"turn of empty slices", appendTurn(nil, &Turn{Calls: []ToolCall{}, Results: []ToolResult{}}), "a2018002 80"},
+		{"empty args omitted", appendToolCall(nil, &ToolCall{Args: json.RawMessage{}}), "a0"},
+		{"args are a byte string", appendToolCall(nil, &ToolCall{Args: json.RawMessage(`{}`)}), "a103 42 7b7d"},
+		{"empty usage omitted", appendModelReply(nil, &ModelReply{}), "a0"},
+		{"usage", appendModelReply(nil, &ModelReply{Usage: Usage{CompletionTokens: 1}}), "a104 a10201"},
+		{"negative ints", appendCounters(nil, &Counters{Steps: -1, Bytes: -25}), "a2 0120 08 3818"},
+		{"int heads", appendCounters(nil, &Counters{Steps: 23, ModelCalls: 24, Corrections: 256, Escalations: 1 << 16, Repeats: 1 << 32}),
+			"a5 0117 021818 03190100 041a00010000 051b0000000100000000"},
+		{"tool: json names, shortest first", appendTool(nil, &Tool{Name: "t", Mode: ModeMCP, Idempotent: true, Parameters: json.RawMessage(`{}`), Description: "d", MaxResultBytes: 1}),
+			"a6 646d6f6465 636d6370 646e616d65 6174 6a6964656d706f74656e74 f5 6a706172616d6574657273 427b7d 6b6465736372697074696f6e 6164 706d61785f726573756c745f6279746573 01"},
+		{"state keys 10 to 12", appendState(nil, &State{Answer: "a", Failure: &Failure{}, Escalation: "e"}),
+			"a7 0100 02a0 0360 07a0 0a6161 0ba2 0160 0260 0c6165"},
+		{"envelope", appendFail(appendEnvelope(nil, "fail"), &Fail{}), "a2 0164 6661696c 02 a2 0160 0260"},
+	} {
+		want := strings.ReplaceAll(c.want, " ", "")
+		if got := fmt.Sprintf("%x", c.got); got != want {
+			t.Errorf("%s: got %s, want %s", c.name, got, want)
+		}
+	}
+}
+
+// fastFields lists, for each type with a hand-written encoder, the fields the
+// encoder handles, as "Name Type `tag`" with the tag the library reads (cbor,
+// else json). A field added, removed, retyped or retagged fails the test until
+// the encoder in encode_fast.go and this list are updated together.
+var fastFields = map[reflect.Type][]string{
+	reflect.TypeFor[Message](): {
+		"Role core.Role `1,keyasint,omitempty`", "Content string `2,keyasint,omitempty`",
+		"Calls []core.ToolCall `3,keyasint,omitempty`", "CallID string `4,keyasint,omitempty`",
+		"Name string `5,keyasint,omitempty`",
+	},
+	reflect.TypeFor[ToolCall](): {
+		"ID string `1,keyasint,omitempty`", "Name string `2,keyasint,omitempty`",
+		"Args json.RawMessage `3,keyasint,omitempty`",
+	},
+	reflect.TypeFor[ToolResult](): {
+		"CallID string `1,keyasint,omitempty`", "Output string `2,keyasint,omitempty`",
+		"Error string `3,keyasint,omitempty`", "Sources []string `4,keyasint,omitempty`",
+	},
+	reflect.TypeFor[Request](): {"Input string `1,keyasint,omitempty`"},
+	reflect.TypeFor[Pending](): {
+		"Kind core.PendingKind `1,keyasint`", "Role core.ModelRole `2,keyasint,omitempty`",
+		"CallIDs []string `3,keyasint,omitempty`",
+	},
+	reflect.TypeFor[Turn](): {
+		"Calls []core.ToolCall `1,keyasint`", "Results []core.ToolResult `2,keyasint`",
+		"Stopped bool `3,keyasint,omitempty`", "Native bool `4,keyasint,omitempty`",
+	},
+	reflect.TypeFor[Counters](): {
+		"Steps int `1,keyasint,omitempty`", "ModelCalls int `2,keyasint,omitempty`",
+		"Corrections int `3,keyasint,omitempty`", "Escalations int `4,keyasint,omitempty`",
+		"Repeats int `5,keyasint,omitempty`", "PromptTokens int `6,keyasint,omitempty`",
+		"CompletionTokens int `7,keyasint,omitempty`", "Bytes int `8,keyasint,omitempty`",
+		"LastCall string `9,keyasint,omitempty`",
+	},
+	reflect.TypeFor[Failure](): {"Code core.FailCode `1,keyasint`", "Reason string `2,keyasint`"},
+	reflect.TypeFor[State](): {
+		"Version int `1,keyasint`", "Request core.Request `2,keyasint`", "Phase core.Phase `3,keyasint`",
+		"Messages []core.Message `4,keyasint,omitempty`", "Pending *core.Pending `5,keyasint,omitempty`",
+		"Turn *core.Turn `6,keyasint,omitempty`", "Counters core.Counters `7,keyasint`",
+		"ToolsUsed []string `8,keyasint,omitempty`", "Sources []string `9,keyasint,omitempty`",
+		"Answer string `10,keyasint,omitempty`", "Failure *core.Failure `11,keyasint,omitempty`",
+		"Escalation string `12,keyasint,omitempty`",
+	},
+	reflect.TypeFor[Complete](): {
+		"Answer string `1,keyasint,omitempty`", "ToolsUsed []string `2,keyasint,omitempty`",
+		"Sources []string `3,keyasint,omitempty`", "State core.State `-`",
+	},
+	reflect.TypeFor[Fail](): {"Code core.FailCode `1,keyasint`", "Reason string `2,keyasint`", "State core.State `-`"},
+	reflect.TypeFor[RequestModelCall](): {
+		"Role core.ModelRole `1,keyasint`", "Messages []core.Message `2,keyasint,omitempty`",
+		"Tools []core.Tool `3,keyasint,omitempty`", "State core.State `-`",
+	},
+	reflect.TypeFor[Tool](): {
+		"Name string `name`", "Description string `description,omitempty`",
+		"Parameters json.RawMessage `parameters,omitempty`", "Mode core.ToolMode `mode,omitempty`",
+		"Idempotent bool `idempotent,omitempty`", "MaxResultBytes int `max_result_bytes,omitempty`",
+	},
+	reflect.TypeFor[RequestToolCalls](): {
+		"Calls []core.ToolCall `1,keyasint`", "Parallel bool `2,keyasint,omitempty`",
+		"StopOnError bool `3,keyasint,omitempty`", "State core.State `-`",
+	},
+	reflect.TypeFor[RequestExternalToolCalls](): {"Calls []core.ToolCall `1,keyasint`", "State core.State `-`"},
+	reflect.TypeFor[ModelReply](): {
+		"Text string `1,keyasint,omitempty`", "Calls []core.NativeCall `2,keyasint,omitempty`",
+		"FinishReason string `3,keyasint,omitempty`", "Usage core.Usage `4,keyasint,omitempty`",
+		"Error string `5,keyasint,omitempty`",
+	},
+	reflect.TypeFor[NativeCall](): {
+		"ID string `1,keyasint,omitempty`", "Name string `2,keyasint,omitempty`",
+		"Arguments string `3,keyasint,omitempty`",
+	},
+	reflect.TypeFor[Usage]():       {"PromptTokens int `1,keyasint,omitempty`", "CompletionTokens int `2,keyasint,omitempty`"},
+	reflect.TypeFor[ToolResults](): {"Results []core.ToolResult `1,keyasint`"},
+	reflect.TypeFor[envelope]():    {"Kind string `1,keyasint`", "Body cbor.RawMessage `2,keyasint`"},
+}
+
+func TestFastEncodersKnowEveryField(t *testing.T) {
+	for typ, known := range fastFields {
+		var have []string
+		for i := range typ.NumField() {
+			f := typ.Field(i)
+			tag, ok := f.Tag.Lookup("cbor")
+			if !ok {
+				tag = f.Tag.Get("json")
+			}
+			have = append(have, fmt.Sprintf("%s %s `%s`", f.Name, f.Type, tag))
+		}
+		if strings.Join(have, "\n") != strings.Join(known, "\n") {
+			t.Errorf("core.%s changed: update its encoder in encode_fast.go, then fastFields\nnot known to the encoder: %q\ngone from the struct:     %q\n(order matters too)",
+				typ.Name(), missing(have, known), missing(known, have))
+		}
+	}
+}
+
+// missing lists the entries of a that b lacks.
+func missing(a, b []string) []string {
+	var out []string
+	for _, s := range a {
+		if !slices.Contains(b, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
