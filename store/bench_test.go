@@ -321,7 +321,7 @@ func BenchmarkEncodeStep(b *testing.B) {
 			}
 			n := len(cp.Action.Next().Messages) - 1
 			prev, _ := encodeMessages(nil, cp.Action.Next().Messages[n-1:n])
-			if _, err := d.row(int64(i), n, messageSum(prev)); err != nil {
+			if _, err := d.row(nil, int64(i), n, messageSum(prev)); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -140,10 +140,15 @@ func (s *SQLite) appendStep(ctx context.Context, tx *wtx, runID string, d *stepD
 	if d.seq != last.seq+1 {
 		return 0, nil, after, fmt.Errorf("%w: seq %d, want %d", ErrSeq, d.seq, last.seq+1)
 	}
-	row, err := d.row(s.now().UnixNano(), last.msgCount, last.msgSum)
+	// The new messages are encoded into the write connection's scratch
+	// buffer: SQLite copies them when they are bound, and the open segment
+	// copies them too, so the buffer is free again once the step is
+	// written.
+	row, err := d.row(tx.scratch(), s.now().UnixNano(), last.msgCount, last.msgSum)
 	if err != nil {
 		return 0, nil, after, err
 	}
+	defer tx.keepScratch(row.msgs)
 	if err := tx.insertStep(&row, rk); err != nil {
 		return 0, nil, after, fmt.Errorf("insert step: %w", err)
 	}
@@ -165,7 +170,7 @@ func (s *SQLite) appendStep(ctx context.Context, tx *wtx, runID string, d *stepD
 
 // row builds the step row of d after a step holding count messages, the
 // last with checksum msgSum, checking that d's messages extend those.
-func (d *stepData) row(now int64, count int, msgSum int64) (stepRow, error) {
+func (d *stepData) row(scratch []byte, now int64, count int, msgSum int64) (stepRow, error) {
 	if len(d.msgs) < count {
 		return stepRow{}, fmt.Errorf("%w: the state has %d messages, the log already %d", ErrNotAppend, len(d.msgs), count)
 	}
@@ -177,7 +182,7 @@ func (d *stepData) row(now int64, count int, msgSum int64) (stepRow, error) {
 	}
 	row := stepRow{seq: d.seq, created: now, msgCount: len(d.msgs), msgSum: msgSum, action: d.action, result: d.result, head: d.head}
 	if added := d.msgs[count:]; len(added) > 0 {
-		row.msgs, row.msgSum = encodeMessages(nil, added)
+		row.msgs, row.msgSum = encodeMessages(scratch[:0], added)
 		if err := checkMessages(row.msgs, len(added)); err != nil {
 			return stepRow{}, err
 		}

@@ -40,7 +40,10 @@ type openSegment struct {
 // it cannot be known without reading back.
 func (o *openSegment) extend(row *stepRow, before int) *openSegment {
 	if row.seq == segmentStart(row.seq) {
-		return &openSegment{seq: row.seq, first: before, body: append([]byte(nil), row.msgs...)}
+		// Room for the whole segment at this step's size, so that it
+		// is not copied as it grows.
+		room := min(max(len(row.msgs), 256)*segmentSteps, 64<<10)
+		return &openSegment{seq: row.seq, first: before, body: append(make([]byte, 0, max(room, len(row.msgs))), row.msgs...)}
 	}
 	if o == nil || o.seq != row.seq-1 {
 		return nil

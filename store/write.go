@@ -106,6 +106,19 @@ func (tx *wtx) hot(fn func(*hotStmts) error) error {
 	})
 }
 
+// scratch returns the write connection's scratch buffer, empty; it may be
+// used until the transaction ends.
+func (tx *wtx) scratch() []byte { return tx.s.hot.scratch[:0] }
+
+// keepScratch keeps b, grown from scratch, as the scratch buffer for the
+// next transaction when it is larger, unless it grew too large to keep
+// around.
+func (tx *wtx) keepScratch(b []byte) {
+	if cap(b) > cap(tx.s.hot.scratch) && cap(b) <= 1<<20 {
+		tx.s.hot.scratch = b[:0]
+	}
+}
+
 // insertStep inserts a step row (see insertStepSQL), setting its checksum.
 func (tx *wtx) insertStep(r *stepRow, rk int64) error {
 	return tx.hot(func(h *hotStmts) error {
@@ -184,6 +197,9 @@ func (h *hotStmts) close() error {
 type hotCache struct {
 	mu sync.Mutex
 	h  *hotStmts
+	// scratch is a buffer for the transaction holding the write
+	// connection (see wtx.scratch).
+	scratch []byte
 }
 
 // hotFor returns the hot statements of c, starting afresh when c is new

@@ -20,8 +20,9 @@ latest state and to replay the run, with synchronous=NORMAL, without checkpointi
 (the pure orchestration cost), and with synchronous=FULL for the --full sizes. Then
 the floor on this machine: a bare SQLite insert of the same bytes per step in the
 same mode (driven at the driver level, and as a database/sql transaction for
-reference), and the CBOR encoding of one step's delta; "x floor" is the turn median
-over two such inserts. A short warm-up run goes first unless --cold.`}
+reference), and the CBOR encoding of one step's delta. "x floor" is a row's turn
+median over its own floor: two bare inserts of its bytes per step, measured right
+after it. A short warm-up run goes first unless --cold.`}
 	c.run = func(e *env, args []string) int {
 		fs := e.flags(c)
 		ns := fs.String("n", "10,100,1000,10000", "run lengths in turns, comma-separated")
@@ -41,6 +42,9 @@ over two such inserts. A short warm-up run goes first unless --cold.`}
 		if opts.FullNs, err = intList(*full); err != nil {
 			fmt.Fprintf(e.stderr, "stepwise bench: --full: want sizes like 1000\n")
 			return exitUsage
+		}
+		if opts.FullNs == nil {
+			opts.FullNs = []int{} // --full "": none
 		}
 		if !*asJSON {
 			opts.Progress = func(s string) { fmt.Fprintf(e.stderr, "measuring %s…\n", s) }

@@ -64,9 +64,13 @@ type Row struct {
 	ConversationBytes int64   `json:"conversation_bytes"`
 	LoadLatestMS      float64 `json:"load_latest_ms"`
 	ReplayMS          float64 `json:"replay_ms"`
-	// FloorRatio is TurnMedianUS over the floor's TurnUS in the same sync
-	// mode (checkpointed rows only).
-	FloorRatio float64 `json:"floor_ratio,omitempty"`
+	// FloorTurnUS is the floor of this row: two bare inserts of its
+	// BytesPerStep, driven at the driver level, measured right after the
+	// row in the same sync mode (checkpointed rows only), so that the
+	// ratio compares figures taken moments apart on a machine whose speed
+	// drifts. FloorRatio is TurnMedianUS / FloorTurnUS.
+	FloorTurnUS float64 `json:"floor_turn_us,omitempty"`
+	FloorRatio  float64 `json:"floor_ratio,omitempty"`
 }
 
 // Floor is the cost of the bare minimum on this machine.
@@ -138,16 +142,22 @@ func Run(opts Options) (Report, error) {
 			if err != nil {
 				return rep, err
 			}
-			rep.Rows = append(rep.Rows, row)
 			if mode != "" {
 				lastState = st
+				if err := rowFloor(opts.Dir, &row); err != nil {
+					return rep, err
+				}
 			}
+			rep.Rows = append(rep.Rows, row)
 		}
 		for _, f := range opts.FullNs {
 			if f == n {
 				opts.Progress(fmt.Sprintf("N=%d FULL", n))
 				row, _, err := runOnce(opts.Dir, n, "FULL")
 				if err != nil {
+					return rep, err
+				}
+				if err := rowFloor(opts.Dir, &row); err != nil {
 					return rep, err
 				}
 				rep.Rows = append(rep.Rows, row)
@@ -172,11 +182,6 @@ func Run(opts Options) (Report, error) {
 		}
 		f.EncodeDeltaUS = delta
 		rep.Floor[strings.ToLower(mode)] = f
-		for i := range rep.Rows {
-			if r := &rep.Rows[i]; r.Checkpoint && r.Sync == mode && f.TurnUS > 0 {
-				r.FloorRatio = r.TurnMedianUS / f.TurnUS
-			}
-		}
 	}
 	return rep, nil
 }
@@ -329,6 +334,22 @@ func floorDB(dir, name, mode string, measure func(*sql.DB) (float64, error)) (fl
 		return 0, err
 	}
 	return measure(db)
+}
+
+// rowFloor measures the floor of a checkpointed row (see Row.FloorTurnUS).
+func rowFloor(dir string, row *Row) error {
+	payload := make([]byte, max(int(row.BytesPerStep), 1))
+	count := 2000
+	if row.Sync == "FULL" {
+		count = 200
+	}
+	us, err := floorDB(dir, fmt.Sprintf("row-%d", row.N), row.Sync, func(db *sql.DB) (float64, error) { return floorDriver(db, payload, count) })
+	if err != nil {
+		return err
+	}
+	row.FloorTurnUS = 2 * us
+	row.FloorRatio = row.TurnMedianUS / row.FloorTurnUS
+	return nil
 }
 
 // floorDriver times count inserts driven at the driver level.

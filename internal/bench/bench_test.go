@@ -24,8 +24,14 @@ func TestSmallWorkload(t *testing.T) {
 		if r.Steps != 2*r.N+2 || r.TurnMedianUS <= 0 || r.TotalMS <= 0 {
 			t.Errorf("row %+v", r)
 		}
-		if r.Checkpoint && (r.BytesPerStep <= 0 || r.ReplayMS <= 0 || r.LoadLatestMS <= 0 || r.ConversationBytes <= 0) {
+		if r.Checkpoint && (r.BytesPerStep <= 0 || r.ReplayMS <= 0 || r.LoadLatestMS <= 0 || r.ConversationBytes <= 0 || r.FloorTurnUS <= 0) {
 			t.Errorf("checkpointed row lacks store figures: %+v", r)
+		}
+		if r.Checkpoint && r.FloorRatio != r.TurnMedianUS/r.FloorTurnUS {
+			t.Errorf("floor ratio %v, want %v / %v", r.FloorRatio, r.TurnMedianUS, r.FloorTurnUS)
+		}
+		if !r.Checkpoint && (r.FloorTurnUS != 0 || r.FloorRatio != 0) {
+			t.Errorf("a row without checkpoints has a floor: %+v", r)
 		}
 	}
 	if f := rep.Floor["normal"]; f.InsertMedianUS <= 0 || f.Bytes <= 0 || f.EncodeDeltaUS <= 0 {
