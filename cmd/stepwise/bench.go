@@ -60,7 +60,7 @@ after it. A short warm-up run goes first unless --cold.`}
 			return 0
 		}
 		w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(w, "N\tsync\tturn median µs\tx floor\tturn p99 µs\ttotal ms\tbytes/step\tio bytes/step\tpeak RSS MB\tpeak heap MB\tconversation MB\tload latest ms\treplay ms\t")
+		fmt.Fprintln(w, "N\tsync\tturn median µs\tx floor\tturn p99 µs\ttotal ms\tbytes/step\tio bytes/step\tpeak RSS MB\tpeak heap MB\tpeak live MB\tconversation MB\tload latest ms\treplay ms\t")
 		for _, r := range rep.Rows {
 			sync := r.Sync
 			if !r.Checkpoint {
@@ -70,8 +70,8 @@ after it. A short warm-up run goes first unless --cold.`}
 			if r.FloorRatio > 0 {
 				ratio = fmt.Sprintf("%.2f", r.FloorRatio)
 			}
-			fmt.Fprintf(w, "%d\t%s\t%.1f\t%s\t%.1f\t%.1f\t%.0f\t%.0f\t%.1f\t%.1f\t%.2f\t%.2f\t%.2f\t\n", r.N, sync, r.TurnMedianUS, ratio, r.TurnP99US, r.TotalMS,
-				r.BytesPerStep, r.IOBytesPerStep, mb(r.PeakRSSBytes), mb(r.PeakHeapBytes), mb(r.ConversationBytes), r.LoadLatestMS, r.ReplayMS)
+			fmt.Fprintf(w, "%d\t%s\t%.1f\t%s\t%.1f\t%.1f\t%.0f\t%.0f\t%.1f\t%.1f\t%.1f\t%.2f\t%.2f\t%.2f\t\n", r.N, sync, r.TurnMedianUS, ratio, r.TurnP99US, r.TotalMS,
+				r.BytesPerStep, r.IOBytesPerStep, mb(r.PeakRSSBytes), mb(r.PeakHeapBytes), mb(r.PeakLiveHeapBytes), mb(r.ConversationBytes), r.LoadLatestMS, r.ReplayMS)
 		}
 		w.Flush()
 		fmt.Fprintln(e.stdout)

@@ -56,11 +56,14 @@ type Row struct {
 	BytesPerStep   float64 `json:"bytes_per_step"`
 	IOBytesPerStep float64 `json:"io_bytes_per_step"`
 	// PeakRSSBytes is the process's peak resident set during the run;
-	// PeakHeapBytes the largest live Go heap sampled at each turn, over the
-	// heap before the run; ConversationBytes the encoded size of the final
-	// conversation.
+	// PeakHeapBytes the largest Go heap sampled at each turn (its objects,
+	// live ones and garbage not yet collected: how high it gets depends on
+	// GOGC), over the heap before the run; PeakLiveHeapBytes the largest
+	// live heap the garbage collector found, over the same baseline;
+	// ConversationBytes the encoded size of the final conversation.
 	PeakRSSBytes      int64   `json:"peak_rss_bytes"`
 	PeakHeapBytes     int64   `json:"peak_heap_bytes"`
+	PeakLiveHeapBytes int64   `json:"peak_live_heap_bytes"`
 	ConversationBytes int64   `json:"conversation_bytes"`
 	LoadLatestMS      float64 `json:"load_latest_ms"`
 	ReplayMS          float64 `json:"replay_ms"`
@@ -237,8 +240,8 @@ func runOnce(dir string, n int, mode string) (Row, core.State, error) {
 	}
 	runtime.GC()
 	m.heap.sample()
-	baseHeap := m.heap.peak
-	m.heap.peak = 0
+	baseHeap, baseLive := m.heap.peak, m.heap.live
+	m.heap.peak, m.heap.live = 0, 0
 	resetPeakRSS()
 	io0 := ioWritten()
 	start := time.Now()
@@ -251,6 +254,9 @@ func runOnce(dir string, n int, mode string) (Row, core.State, error) {
 	row.PeakRSSBytes = peakRSS()
 	if m.heap.peak > baseHeap {
 		row.PeakHeapBytes = int64(m.heap.peak - baseHeap)
+	}
+	if m.heap.live > baseLive {
+		row.PeakLiveHeapBytes = int64(m.heap.live - baseLive)
 	}
 	if out.Status != store.StatusCompleted {
 		return row, core.State{}, fmt.Errorf("bench run of %d turns ended %s", n, out.Status)

@@ -63,18 +63,22 @@ func agent(n int, m *model) *shell.Agent {
 	}
 }
 
-// heapSampler keeps the largest live-heap reading it was asked to take.
+// heapSampler keeps the largest heap readings it was asked to take: the
+// heap's objects (live ones and garbage not yet collected), and the live
+// heap as the last garbage collection found it.
 type heapSampler struct {
-	samples []metrics.Sample
-	peak    uint64
+	samples    []metrics.Sample
+	peak, live uint64
 }
 
 func (h *heapSampler) sample() {
 	if h.samples == nil {
-		h.samples = []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+		h.samples = []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/gc/heap/live:bytes"}}
 	}
 	metrics.Read(h.samples)
-	if v := h.samples[0].Value; v.Kind() == metrics.KindUint64 && v.Uint64() > h.peak {
-		h.peak = v.Uint64()
+	for i, peak := range []*uint64{&h.peak, &h.live} {
+		if v := h.samples[i].Value; v.Kind() == metrics.KindUint64 && v.Uint64() > *peak {
+			*peak = v.Uint64()
+		}
 	}
 }
