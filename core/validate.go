@@ -1,7 +1,6 @@
 package core
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -61,17 +60,6 @@ func decodeArgs(text string) (map[string]any, error) {
 		return nil, fmt.Errorf("arguments must be a JSON object, found %s", jsonKind(v))
 	}
 	return obj, nil
-}
-
-// canonicalJSON encodes v with sorted keys, no HTML escaping and no spaces.
-func canonicalJSON(v any) (json.RawMessage, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimRight(b.Bytes(), "\n"), nil
 }
 
 func jsonKind(v any) string {
