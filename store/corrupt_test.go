@@ -3,6 +3,9 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
+	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -189,4 +192,43 @@ func TestCorruptIntent(t *testing.T) {
 	flip(t, s, "intents", "args", "call_id = 'c5'", 2)
 	_, err := s.Intents(ctx, "r", 5)
 	wantCorrupt(t, err, "run r step 5", "c5")
+}
+
+// Long logs are decoded on several goroutines: the states are the same as
+// decoded one segment after the other, and a segment that passes its
+// checksum but does not decode is still found, and named.
+func TestParallelSegmentDecode(t *testing.T) {
+	ctx := context.Background()
+	s := longRun(t, 6*segmentSteps+9)
+	sequential, err := s.LoadLatest(ctx, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func(v int) { parallelDecodeBytes = v }(parallelDecodeBytes)
+	parallelDecodeBytes = 0
+	for _, procs := range []int{2, 4} {
+		old := runtime.GOMAXPROCS(procs)
+		parallel, err := s.LoadLatest(ctx, "r")
+		runtime.GOMAXPROCS(old)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(parallel.State, sequential.State) {
+			t.Fatalf("GOMAXPROCS %d: the state decoded in parallel differs", procs)
+		}
+	}
+	// Segment 3 made undecodable under a valid checksum.
+	var rk int64
+	s.w.QueryRow(`SELECT rk FROM runs WHERE id = 'r'`).Scan(&rk)
+	var from, to, first, n int
+	var body []byte
+	if err := s.w.QueryRow(`SELECT seq_from, seq_to, first, n, body FROM segments WHERE seq_from = ?`, 3*segmentSteps).Scan(&from, &to, &first, &n, &body); err != nil {
+		t.Fatal(err)
+	}
+	body = append([]byte{0xff}, body[1:]...) // a break code where a message starts
+	if _, err := s.w.Exec(`UPDATE segments SET body = ?, sum = ? WHERE seq_from = ?`, body, segmentSum(rk, from, to, first, n, body), from); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.LoadLatest(ctx, "r")
+	wantCorrupt(t, err, fmt.Sprintf("segment of steps %d-%d", from, to))
 }

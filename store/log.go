@@ -3,6 +3,10 @@ package store
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
 
 	"github.com/stepwise-agent/stepwise/core"
 )
@@ -167,24 +171,28 @@ func loadLog(ctx context.Context, q querier, runID string, rk int64, row *stepRo
 			return nil, fmt.Errorf("run %s step %d: %w", runID, row.seq, err)
 		}
 		defer rows.Close()
+		var segs []segment
+		count := 0
 		for rows.Next() {
-			var from, to, first, n int64
-			var body []byte
-			var sum int64
-			if err := rows.Scan(&from, &to, &first, &n, &body, &sum); err != nil {
+			var sg segment
+			var first, n, sum int64
+			if err := rows.Scan(&sg.from, &sg.to, &first, &n, &sg.body, &sum); err != nil {
 				return nil, fmt.Errorf("run %s step %d: %w", runID, row.seq, err)
 			}
-			if segmentSum(rk, int(from), int(to), int(first), int(n), body) != sum {
-				return nil, fail("the segment of steps %d-%d (messages %d-%d) fails its checksum", from, to, first, first+n-1)
+			sg.first, sg.n = int(first), int(n)
+			if segmentSum(rk, int(sg.from), int(sg.to), sg.first, sg.n, sg.body) != sum {
+				return nil, fail("the segment of steps %d-%d (messages %d-%d) fails its checksum", sg.from, sg.to, first, first+n-1)
 			}
-			if int(first) != len(log) {
-				return nil, fail("the segment of steps %d-%d starts at message %d, want %d", from, to, first, len(log))
+			if sg.first != count || sg.n < 0 || sg.n > row.msgCount-count {
+				return nil, fail("the segment of steps %d-%d holds messages %d-%d, want from %d up to %d", sg.from, sg.to, first, first+n-1, count, row.msgCount-1)
 			}
-			if log, err = decodeMessages(body, int(n), false, log, nil); err != nil {
-				return nil, fmt.Errorf("run %s step %d: the segment of steps %d-%d: %w: %w", runID, row.seq, from, to, ErrCorrupt, err)
-			}
+			count += sg.n
+			segs = append(segs, sg)
 		}
 		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("run %s step %d: %w", runID, row.seq, err)
+		}
+		if log, err = decodeSegments(log, segs); err != nil {
 			return nil, fmt.Errorf("run %s step %d: %w", runID, row.seq, err)
 		}
 	}
@@ -226,4 +234,59 @@ func loadLog(ctx context.Context, q querier, runID string, rk int64, row *stepRo
 		}
 	}
 	return row.appendTo(runID, log, nil)
+}
+
+// segment is a segments row read back, its checksum verified.
+type segment struct {
+	from, to int64
+	first, n int
+	body     []byte
+}
+
+// parallelDecodeBytes is the size of segments above which decodeSegments
+// decodes on several goroutines (a variable for the tests).
+var parallelDecodeBytes = 256 << 10
+
+// decodeSegments decodes the messages of segs, which follow each other from
+// message len(log), into log's spare capacity. Past parallelDecodeBytes the
+// segments are shared out among GOMAXPROCS goroutines, each decoding into
+// its segments' own slots.
+func decodeSegments(log []core.Message, segs []segment) ([]core.Message, error) {
+	base, total, size := len(log), 0, 0
+	for _, sg := range segs {
+		total += sg.n
+		size += len(sg.body)
+	}
+	log = slices.Grow(log, total)[:base+total]
+	errs := make([]error, len(segs))
+	decode := func(i int) {
+		sg := segs[i]
+		at := base + sg.first - segs[0].first
+		if _, err := decodeMessages(sg.body, sg.n, false, log[at:at:at+sg.n], nil); err != nil {
+			errs[i] = fmt.Errorf("the segment of steps %d-%d: %w: %w", sg.from, sg.to, ErrCorrupt, err)
+		}
+	}
+	workers := min(runtime.GOMAXPROCS(0), len(segs))
+	if size < parallelDecodeBytes || workers < 2 {
+		for i := range segs {
+			decode(i)
+		}
+	} else {
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		for range workers {
+			wg.Go(func() {
+				for i := int(next.Add(1)) - 1; i < len(segs); i = int(next.Add(1)) - 1 {
+					decode(i)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	for _, err := range errs {
+		if err != nil {
+			return log[:base], err
+		}
+	}
+	return log, nil
 }
