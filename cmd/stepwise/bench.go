@@ -22,7 +22,8 @@ the floor on this machine: a bare SQLite insert of the same bytes per step in th
 same mode (driven at the driver level, and as a database/sql transaction for
 reference), and the CBOR encoding of one step's delta. "x floor" is a row's turn
 median over its own floor: two bare inserts of its bytes per step, measured right
-after it. A short warm-up run goes first unless --cold.`}
+after it, and two encodings of a delta. A short warm-up run goes first unless
+--cold.`}
 	c.run = func(e *env, args []string) int {
 		fs := e.flags(c)
 		ns := fs.String("n", "10,100,1000,10000", "run lengths in turns, comma-separated")
@@ -77,8 +78,8 @@ after it. A short warm-up run goes first unless --cold.`}
 		fmt.Fprintln(e.stdout)
 		for _, k := range []string{"normal", "full"} {
 			if f, ok := rep.Floor[k]; ok {
-				fmt.Fprintf(e.stdout, "floor (%s): insert of %d bytes %.1f µs at the driver level (%.1f µs as a database/sql transaction), two per turn %.1f µs; CBOR encoding of a step's delta %.2f µs\n",
-					f.Sync, f.Bytes, f.InsertMedianUS, f.InsertSQLMedianUS, f.TurnUS, f.EncodeDeltaUS)
+				fmt.Fprintf(e.stdout, "floor (%s): insert of %d bytes %.1f µs at the driver level (%.1f µs as a database/sql transaction); CBOR encoding of a step's delta %.2f µs; a turn (two of each) %.1f µs\n",
+					f.Sync, f.Bytes, f.InsertMedianUS, f.InsertSQLMedianUS, f.EncodeDeltaUS, f.TurnUS)
 			}
 		}
 		return 0

@@ -14,7 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fxamacker/cbor/v2"
 	"github.com/mattn/go-sqlite3" // the floor uses the same driver as the store
 	"github.com/stepwise-agent/stepwise/core"
 	"github.com/stepwise-agent/stepwise/shell"
@@ -67,11 +66,13 @@ type Row struct {
 	ConversationBytes int64   `json:"conversation_bytes"`
 	LoadLatestMS      float64 `json:"load_latest_ms"`
 	ReplayMS          float64 `json:"replay_ms"`
-	// FloorTurnUS is the floor of this row: two bare inserts of its
-	// BytesPerStep, driven at the driver level, measured right after the
-	// row in the same sync mode (checkpointed rows only), so that the
-	// ratio compares figures taken moments apart on a machine whose speed
-	// drifts. FloorRatio is TurnMedianUS / FloorTurnUS.
+	// FloorTurnUS is the floor of this row, two steps' worth of the bare
+	// minimum: a bare insert of its BytesPerStep, driven at the driver
+	// level and measured right after the row in the same sync mode (so
+	// that the ratio compares figures taken moments apart on a machine
+	// whose speed drifts), plus the CBOR encoding of a step's delta
+	// (Floor.EncodeDeltaUS). Checkpointed rows only. FloorRatio is
+	// TurnMedianUS / FloorTurnUS.
 	FloorTurnUS float64 `json:"floor_turn_us,omitempty"`
 	FloorRatio  float64 `json:"floor_ratio,omitempty"`
 }
@@ -84,7 +85,8 @@ type Floor struct {
 	// InsertMedianUS is one transaction inserting Bytes bytes, driven at
 	// the driver level (BEGIN IMMEDIATE, INSERT and COMMIT prepared once,
 	// run on a pinned connection): the least a Go program can do through
-	// this driver. TurnUS is two of them, the checkpoints of one turn.
+	// this driver. TurnUS is the floor of a turn: two inserts and two
+	// encodings of a step's delta (EncodeDeltaUS), the two checkpoints.
 	InsertMedianUS float64 `json:"insert_median_us"`
 	TurnUS         float64 `json:"turn_us"`
 	// InsertSQLMedianUS is the same insert as a database/sql transaction
@@ -184,7 +186,14 @@ func Run(opts Options) (Report, error) {
 			return rep, err
 		}
 		f.EncodeDeltaUS = delta
+		f.TurnUS = 2 * (f.InsertMedianUS + delta)
 		rep.Floor[strings.ToLower(mode)] = f
+	}
+	for i := range rep.Rows {
+		if r := &rep.Rows[i]; r.FloorTurnUS > 0 {
+			r.FloorTurnUS += 2 * delta
+			r.FloorRatio = r.TurnMedianUS / r.FloorTurnUS
+		}
 	}
 	return rep, nil
 }
@@ -289,7 +298,7 @@ func runOnce(dir string, n int, mode string) (Row, core.State, error) {
 		return row, core.State{}, err
 	}
 	row.LoadLatestMS = ms(time.Since(t0))
-	enc, _ := cbor.Marshal(rec.State.Messages)
+	enc, _ := core.EncodeMessages(rec.State.Messages)
 	row.ConversationBytes = int64(len(enc))
 	t0 = time.Now()
 	rp, err := shell.Replay(ctx, db, out.RunID, ag.Config)
@@ -323,7 +332,6 @@ func floor(dir, mode string, bytes int) (Floor, error) {
 	if f.InsertSQLMedianUS, err = floorDB(dir, "sql", mode, func(db *sql.DB) (float64, error) { return floorSQL(db, payload, count) }); err != nil {
 		return f, err
 	}
-	f.TurnUS = 2 * f.InsertMedianUS
 	return f, nil
 }
 
@@ -353,8 +361,7 @@ func rowFloor(dir string, row *Row) error {
 	if err != nil {
 		return err
 	}
-	row.FloorTurnUS = 2 * us
-	row.FloorRatio = row.TurnMedianUS / row.FloorTurnUS
+	row.FloorTurnUS = 2 * us // the encoding of the delta is added once it is measured
 	return nil
 }
 
@@ -426,8 +433,8 @@ func floorSQL(db *sql.DB, payload []byte, count int) (float64, error) {
 	return percentile(samples, 0.5), nil
 }
 
-// encodeDelta times the CBOR encoding of one step's delta: the state without
-// its messages, and the last two messages.
+// encodeDelta times the CBOR encoding of one step's delta, as the store
+// encodes it: the state without its messages, and the last two messages.
 func encodeDelta(st core.State) float64 {
 	head := st
 	head.Messages = nil
@@ -435,12 +442,11 @@ func encodeDelta(st core.State) float64 {
 	if n := len(st.Messages); n >= 2 {
 		tail = st.Messages[n-2:]
 	}
-	em, _ := cbor.CoreDetEncOptions().EncMode()
 	const rounds = 2000
 	t0 := time.Now()
 	for i := 0; i < rounds; i++ {
 		_, _ = core.EncodeState(head)
-		_, _ = em.Marshal(tail)
+		_, _ = core.EncodeMessages(tail)
 	}
 	return float64(time.Since(t0).Nanoseconds()) / 1e3 / rounds
 }
