@@ -46,6 +46,15 @@ func decodeArgs(text string) (map[string]any, error) {
 	if strings.TrimSpace(text) == "" {
 		return map[string]any{}, nil
 	}
+	if obj, ok := decodeObjectFast(text); ok {
+		return obj, nil
+	}
+	return decodeArgsLibrary(text)
+}
+
+// decodeArgsLibrary is decodeArgs through encoding/json: every input, and
+// the error texts the model reads.
+func decodeArgsLibrary(text string) (map[string]any, error) {
 	dec := json.NewDecoder(strings.NewReader(text))
 	dec.UseNumber()
 	var v any

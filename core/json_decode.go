@@ -1,0 +1,251 @@
+package core
+
+import (
+	"encoding/json"
+	"unicode/utf8"
+)
+
+// decodeObjectFast decodes text as one JSON object into what a json.Decoder
+// with UseNumber gives (map[string]any, []any, string, json.Number, bool,
+// nil), without reflection. It takes only the common case: one object,
+// nothing but whitespace after it, strings of valid UTF-8 whose escapes are
+// not \u surrogates. For anything else it reports false and the caller uses
+// encoding/json, which decodes it the same way or says what is wrong with
+// it (TestDecodeObjectFastMatchesLibrary holds the two together).
+func decodeObjectFast(text string) (map[string]any, bool) {
+	p := jsonParser{s: text}
+	p.space()
+	if p.i >= len(p.s) || p.s[p.i] != '{' {
+		return nil, false
+	}
+	v, ok := p.value(0)
+	if !ok {
+		return nil, false
+	}
+	p.space()
+	if p.i != len(p.s) {
+		return nil, false
+	}
+	return v.(map[string]any), true
+}
+
+type jsonParser struct {
+	s string
+	i int
+}
+
+// maxFastDepth bounds the nesting the fast path follows; deeper documents go
+// to encoding/json, which has its own limit.
+const maxFastDepth = 64
+
+func (p *jsonParser) space() {
+	for p.i < len(p.s) {
+		switch p.s[p.i] {
+		case ' ', '\t', '\n', '\r':
+			p.i++
+		default:
+			return
+		}
+	}
+}
+
+func (p *jsonParser) value(depth int) (any, bool) {
+	if p.i >= len(p.s) || depth > maxFastDepth {
+		return nil, false
+	}
+	switch c := p.s[p.i]; {
+	case c == '{':
+		return p.object(depth)
+	case c == '[':
+		return p.array(depth)
+	case c == '"':
+		return p.str()
+	case c == '-' || c >= '0' && c <= '9':
+		start := p.i
+		for p.i < len(p.s) && isNumberByte(p.s[p.i]) {
+			p.i++
+		}
+		lit := p.s[start:p.i]
+		return json.Number(lit), isJSONNumber(lit)
+	}
+	for _, lit := range [...]struct {
+		text string
+		v    any
+	}{{"true", true}, {"false", false}, {"null", nil}} {
+		if len(p.s)-p.i >= len(lit.text) && p.s[p.i:p.i+len(lit.text)] == lit.text {
+			p.i += len(lit.text)
+			return lit.v, true
+		}
+	}
+	return nil, false
+}
+
+func isNumberByte(c byte) bool {
+	return c >= '0' && c <= '9' || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E'
+}
+
+func (p *jsonParser) object(depth int) (any, bool) {
+	p.i++ // {
+	obj := map[string]any{}
+	p.space()
+	if p.i < len(p.s) && p.s[p.i] == '}' {
+		p.i++
+		return obj, true
+	}
+	for {
+		p.space()
+		if p.i >= len(p.s) || p.s[p.i] != '"' {
+			return nil, false
+		}
+		k, ok := p.str()
+		if !ok {
+			return nil, false
+		}
+		p.space()
+		if p.i >= len(p.s) || p.s[p.i] != ':' {
+			return nil, false
+		}
+		p.i++
+		p.space()
+		v, ok := p.value(depth + 1)
+		if !ok {
+			return nil, false
+		}
+		obj[k.(string)] = v // a repeated key: the last one wins, as in encoding/json
+		p.space()
+		if p.i >= len(p.s) {
+			return nil, false
+		}
+		switch p.s[p.i] {
+		case ',':
+			p.i++
+		case '}':
+			p.i++
+			return obj, true
+		default:
+			return nil, false
+		}
+	}
+}
+
+func (p *jsonParser) array(depth int) (any, bool) {
+	p.i++ // [
+	arr := []any{}
+	p.space()
+	if p.i < len(p.s) && p.s[p.i] == ']' {
+		p.i++
+		return arr, true
+	}
+	for {
+		p.space()
+		v, ok := p.value(depth + 1)
+		if !ok {
+			return nil, false
+		}
+		arr = append(arr, v)
+		p.space()
+		if p.i >= len(p.s) {
+			return nil, false
+		}
+		switch p.s[p.i] {
+		case ',':
+			p.i++
+		case ']':
+			p.i++
+			return arr, true
+		default:
+			return nil, false
+		}
+	}
+}
+
+// str reads a string. Without escapes it is a slice of the text; escapes
+// other than \u surrogates are decoded.
+func (p *jsonParser) str() (any, bool) {
+	p.i++ // "
+	start := p.i
+	for p.i < len(p.s) {
+		switch c := p.s[p.i]; {
+		case c == '"':
+			s := p.s[start:p.i]
+			p.i++
+			return s, utf8.ValidString(s)
+		case c == '\\':
+			return p.escaped(start)
+		case c < 0x20:
+			return nil, false
+		default:
+			p.i++
+		}
+	}
+	return nil, false
+}
+
+// escaped reads the rest of a string that has an escape at p.i, its
+// unescaped part starting at start.
+func (p *jsonParser) escaped(start int) (any, bool) {
+	b := []byte(p.s[start:p.i])
+	for p.i < len(p.s) {
+		c := p.s[p.i]
+		switch {
+		case c == '"':
+			p.i++
+			return string(b), utf8.Valid(b)
+		case c < 0x20:
+			return nil, false
+		case c != '\\':
+			b = append(b, c)
+			p.i++
+			continue
+		}
+		if p.i+1 >= len(p.s) {
+			return nil, false
+		}
+		switch e := p.s[p.i+1]; e {
+		case '"', '\\', '/':
+			b = append(b, e)
+		case 'b':
+			b = append(b, '\b')
+		case 'f':
+			b = append(b, '\f')
+		case 'n':
+			b = append(b, '\n')
+		case 'r':
+			b = append(b, '\r')
+		case 't':
+			b = append(b, '\t')
+		case 'u':
+			r, ok := hex4(p.s[p.i+2:])
+			if !ok || r >= 0xd800 && r <= 0xdfff {
+				return nil, false // surrogates: encoding/json's pairing rules
+			}
+			b = utf8.AppendRune(b, r)
+			p.i += 4
+		default:
+			return nil, false
+		}
+		p.i += 2
+	}
+	return nil, false
+}
+
+func hex4(s string) (rune, bool) {
+	if len(s) < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range []byte(s[:4]) {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		case c >= 'A' && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
+}

@@ -1,0 +1,94 @@
+package core
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+
+	"pgregory.net/rapid"
+)
+
+// genArgsText draws argument texts: JSON objects written by encoding/json
+// (with and without HTML escapes, compact or indented with any whitespace),
+// and the same with a few bytes changed, inserted or removed.
+type argsText struct {
+	text   string
+	edited bool
+}
+
+func genArgsText() *rapid.Generator[argsText] {
+	return rapid.Custom(func(t *rapid.T) argsText {
+		obj := rapid.MapOfN(genJSONText(), genCanonValue(3), 0, 5).Draw(t, "object")
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(rapid.Bool().Draw(t, "escapeHTML"))
+		ws := rapid.StringOfN(rapid.SampledFrom([]rune{' ', '\t', '\n', '\r'}), 0, 3, -1)
+		if rapid.Bool().Draw(t, "indent") {
+			enc.SetIndent(ws.Draw(t, "prefix"), ws.Draw(t, "indent"))
+		}
+		if err := enc.Encode(obj); err != nil {
+			return argsText{text: "{}"} // a float or number encoding/json will not write
+		}
+		text := ws.Draw(t, "before") + b.String() + ws.Draw(t, "after")
+		edits := rapid.IntRange(0, 2).Draw(t, "edits")
+		for range edits {
+			if text == "" {
+				break
+			}
+			at := rapid.IntRange(0, len(text)-1).Draw(t, "at")
+			c := string([]byte{rapid.SampledFrom([]byte(`{}[]",:\/ u0-9eE.+tfnbr`+"\x00\x80\xff")).Draw(t, "byte")})
+			switch rapid.IntRange(0, 2).Draw(t, "edit") {
+			case 0:
+				text = text[:at] + c + text[at+1:]
+			case 1:
+				text = text[:at] + c + text[at:]
+			default:
+				text = text[:at] + text[at+1:]
+			}
+		}
+		return argsText{text, edits > 0}
+	})
+}
+
+// Whatever the fast decoder takes, encoding/json takes too and decodes to the
+// same value; and it takes every object encoding/json writes from ordinary
+// values.
+func TestDecodeObjectFastMatchesLibrary(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		in := genArgsText().Draw(t, "text")
+		got, ok := decodeObjectFast(in.text)
+		want, err := decodeArgsLibrary(in.text)
+		if ok && (err != nil || !reflect.DeepEqual(got, want)) {
+			t.Fatalf("fast decoded %q to %#v; encoding/json: %#v, %v", in.text, got, want, err)
+		}
+		if !ok && !in.edited {
+			t.Fatalf("the fast path left %q, as encoding/json wrote it, to encoding/json", in.text)
+		}
+	})
+}
+
+func TestDecodeObjectFastTakesTheCommonCase(t *testing.T) {
+	for _, text := range []string{
+		`{}`, ` { } `, `{"a":1}`, `{"q":"weather in Paris","n":-2.5e3,"deep":{"l":[true,false,null,[],{}]}}`,
+		"{\n  \"code\": \"print(\\\"hi\\\")\\n\\tx = 1\",\n  \"u\": \"\\u00e9\\u003c\"\n}\n",
+		`{"a":1,"a":2}`, `{"p":"a\/b\\c\"d\b\f\r"}`,
+	} {
+		got, ok := decodeObjectFast(text)
+		want, err := decodeArgsLibrary(text)
+		if !ok || err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("%q: fast %#v, %v; encoding/json %#v, %v", text, got, ok, want, err)
+		}
+	}
+	// Left to encoding/json: surrogates, invalid UTF-8, trailing data, and
+	// anything malformed, with its error text.
+	for _, text := range []string{
+		`{"e":"\ud83d\ude00"}`, "{\"a\":\"\xff\"}", `{} {}`, `{}}`, `[1]`, `{"a":01}`, `{"a":1,}`, `{"a" 1}`, `{"a":tru}`,
+		`{"a":"` + "\x01" + `"}`, strings.Repeat(`{"a":`, 100) + `1` + strings.Repeat(`}`, 100),
+	} {
+		if got, ok := decodeObjectFast(text); ok {
+			t.Errorf("%q: the fast path took it: %#v", text, got)
+		}
+	}
+}
