@@ -112,18 +112,8 @@ func (p *jsonParser) object(depth int) (any, bool) {
 			return nil, false
 		}
 		obj[k.(string)] = v // a repeated key: the last one wins, as in encoding/json
-		p.space()
-		if p.i >= len(p.s) {
-			return nil, false
-		}
-		switch p.s[p.i] {
-		case ',':
-			p.i++
-		case '}':
-			p.i++
-			return obj, true
-		default:
-			return nil, false
+		if more, ok := p.next('}'); !ok || !more {
+			return obj, ok
 		}
 	}
 }
@@ -143,20 +133,28 @@ func (p *jsonParser) array(depth int) (any, bool) {
 			return nil, false
 		}
 		arr = append(arr, v)
-		p.space()
-		if p.i >= len(p.s) {
-			return nil, false
-		}
-		switch p.s[p.i] {
-		case ',':
-			p.i++
-		case ']':
-			p.i++
-			return arr, true
-		default:
-			return nil, false
+		if more, ok := p.next(']'); !ok || !more {
+			return arr, ok
 		}
 	}
+}
+
+// next reads what follows a member of an object or array: a comma (more
+// follow) or the closing byte (none do); anything else is not ok.
+func (p *jsonParser) next(closing byte) (more, ok bool) {
+	p.space()
+	if p.i >= len(p.s) {
+		return false, false
+	}
+	switch p.s[p.i] {
+	case ',':
+		p.i++
+		return true, true
+	case closing:
+		p.i++
+		return false, true
+	}
+	return false, false
 }
 
 // str reads a string. Without escapes it is a slice of the text; escapes

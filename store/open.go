@@ -92,7 +92,7 @@ func Open(path string, opts *Options) (*SQLite, error) {
 	// transaction or an earlier committed one, and runs and entities are
 	// never deleted, so they hold by construction (TestForeignKeysHold
 	// checks every write path), and enforcing them would cost a lookup in
-	// runs per step, about 3 µs per checkpoint (docs/performance.md).
+	// runs per step (docs/adr/0008-write-path.md).
 	params := fmt.Sprintf("_busy_timeout=%d&_foreign_keys=0&_synchronous=%s", o.BusyTimeout.Milliseconds(), o.Sync)
 	if s.w, err = sql.Open("sqlite3", dsn(abs, params+"&_txlock=immediate&_stmt_cache_size=16")); err != nil {
 		return nil, fmt.Errorf("open store %s: %w", abs, err)

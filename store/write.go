@@ -98,11 +98,7 @@ func (tx *wtx) hot(fn func(*hotStmts) error) error {
 		if !ok {
 			return fmt.Errorf("unexpected driver connection %T", dc)
 		}
-		h, err := tx.s.hotFor(c)
-		if err != nil {
-			return err
-		}
-		return fn(h)
+		return fn(tx.s.hotFor(c))
 	})
 }
 
@@ -204,17 +200,17 @@ type hotCache struct {
 
 // hotFor returns the hot statements of c, starting afresh when c is new
 // (the first write, or database/sql replaced a broken connection).
-func (s *SQLite) hotFor(c *sqlite3.SQLiteConn) (*hotStmts, error) {
+func (s *SQLite) hotFor(c *sqlite3.SQLiteConn) *hotStmts {
 	s.hot.mu.Lock()
 	defer s.hot.mu.Unlock()
 	if h := s.hot.h; h != nil && h.conn == c {
-		return h, nil
+		return h
 	}
 	if s.hot.h != nil {
 		_ = s.hot.h.close()
 	}
 	s.hot.h = &hotStmts{conn: c}
-	return s.hot.h, nil
+	return s.hot.h
 }
 
 // closeHot finalizes the hot statements (on Close).
