@@ -3,6 +3,7 @@ package core
 import (
 	"encoding/binary"
 	"math"
+	"slices"
 )
 
 // Hand-written encoders for the types on the checkpoint path. Each appends
@@ -427,48 +428,48 @@ func appendEnvelope(dst []byte, kind string) []byte {
 	return append(dst, majorUint|2)
 }
 
-// encodeActionFast encodes a inside an envelope of kind, and reports false
-// when a has no encoder here.
-func encodeActionFast(kind string, a Action) ([]byte, bool) {
+// encodeActionFast appends a inside an envelope of kind to dst, and reports
+// false when a has no encoder here.
+func encodeActionFast(dst []byte, kind string, a Action) ([]byte, bool) {
 	switch a := a.(type) {
 	case Complete:
-		dst := newEnvelope(kind, textSize(a.Answer)+stringsSize(a.ToolsUsed)+stringsSize(a.Sources))
+		dst = startEnvelope(dst, kind, textSize(a.Answer)+stringsSize(a.ToolsUsed)+stringsSize(a.Sources))
 		return appendComplete(dst, &a), true
 	case Fail:
-		dst := newEnvelope(kind, textSize(string(a.Code))+textSize(a.Reason))
+		dst = startEnvelope(dst, kind, textSize(string(a.Code))+textSize(a.Reason))
 		return appendFail(dst, &a), true
 	case RequestModelCall:
 		if a.Role == Primary {
 			a.Messages = nil // the state's own: DecodeAction restores them
 		}
-		dst := newEnvelope(kind, textSize(string(a.Role))+messagesSize(a.Messages)+toolsSize(a.Tools))
+		dst = startEnvelope(dst, kind, textSize(string(a.Role))+messagesSize(a.Messages)+toolsSize(a.Tools))
 		return appendRequestModelCall(dst, &a), true
 	case RequestToolCalls:
-		dst := newEnvelope(kind, callsSize(a.Calls)+2*boolField)
+		dst = startEnvelope(dst, kind, callsSize(a.Calls)+2*boolField)
 		return appendRequestToolCalls(dst, &a), true
 	case RequestExternalToolCalls:
-		return appendRequestExternalToolCalls(newEnvelope(kind, callsSize(a.Calls)), &a), true
+		return appendRequestExternalToolCalls(startEnvelope(dst, kind, callsSize(a.Calls)), &a), true
 	}
-	return nil, false
+	return dst, false
 }
 
-// encodeResultFast encodes r inside an envelope of kind, and reports false
-// when r has no encoder here.
-func encodeResultFast(kind string, r Result) ([]byte, bool) {
+// encodeResultFast appends r inside an envelope of kind to dst, and reports
+// false when r has no encoder here.
+func encodeResultFast(dst []byte, kind string, r Result) ([]byte, bool) {
 	switch r := r.(type) {
 	case ModelReply:
 		usage := 2 + 2*intField
-		dst := newEnvelope(kind, textSize(r.Text)+nativeCallsSize(r.Calls)+textSize(r.FinishReason)+usage+textSize(r.Error))
+		dst = startEnvelope(dst, kind, textSize(r.Text)+nativeCallsSize(r.Calls)+textSize(r.FinishReason)+usage+textSize(r.Error))
 		return appendModelReply(dst, &r), true
 	case ToolResults:
-		return appendToolResults(newEnvelope(kind, resultsSize(r.Results)), &r), true
+		return appendToolResults(startEnvelope(dst, kind, resultsSize(r.Results)), &r), true
 	}
-	return nil, false
+	return dst, false
 }
 
-// newEnvelope starts an envelope of kind in a buffer sized for it and a body
-// whose fields take about fieldsSize bytes.
-func newEnvelope(kind string, fieldsSize int) []byte {
+// startEnvelope starts an envelope of kind on dst, grown to hold it and a
+// body whose fields take about fieldsSize bytes.
+func startEnvelope(dst []byte, kind string, fieldsSize int) []byte {
 	const heads = 1 + 1 + 1 // the envelope's map head, key 2, the body's map head
-	return appendEnvelope(make([]byte, 0, heads+textSize(kind)+fieldsSize), kind)
+	return appendEnvelope(slices.Grow(dst, heads+textSize(kind)+fieldsSize), kind)
 }

@@ -132,6 +132,45 @@ func TestEncodeMatchesLibrary(t *testing.T) {
 	})
 }
 
+// The Append forms add exactly the Encode forms' bytes to what dst holds,
+// leaving those alone, and reuse dst's room: into a buffer that already
+// has it, they do not allocate.
+func TestAppendEncoders(t *testing.T) {
+	text := genText()
+	rapid.Check(t, func(t *rapid.T) {
+		prefix := rapid.SliceOfN(rapid.Byte(), 0, 16).Draw(t, "prefix")
+		st := genState(text).Draw(t, "state")
+		a := genAction(text).Draw(t, "action")
+		r := genResult(text).Draw(t, "result")
+		wantState, _ := EncodeState(st)
+		wantAction, err1 := EncodeAction(a)
+		wantResult, err2 := EncodeResult(r)
+		if err1 != nil || err2 != nil {
+			t.Fatal(err1, err2)
+		}
+		dst := append([]byte(nil), prefix...)
+		dst = AppendState(dst, st)
+		var err error
+		if dst, err = AppendAction(dst, a); err != nil {
+			t.Fatal(err)
+		}
+		if dst, err = AppendResult(dst, r); err != nil {
+			t.Fatal(err)
+		}
+		want := slices.Concat(prefix, wantState, wantAction, wantResult)
+		if !bytes.Equal(dst, want) {
+			t.Fatalf("appended %x\nwant     %x", dst, want)
+		}
+		room := make([]byte, 0, 2*len(want))
+		if n := testing.AllocsPerRun(5, func() { _ = AppendState(room[:0], st) }); n != 0 {
+			t.Fatalf("AppendState into a buffer with room: %v allocations", n)
+		}
+	})
+	if _, err := AppendAction([]byte{1}, nil); err == nil {
+		t.Fatal("AppendAction of no action succeeded")
+	}
+}
+
 // The fast paths take one allocation: the size estimates are upper bounds.
 func TestEncodeAllocatesOnce(t *testing.T) {
 	text := genText()

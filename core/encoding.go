@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/fxamacker/cbor/v2"
 )
@@ -53,7 +54,12 @@ func init() {
 // state always gives the same bytes, the bytes encMode.Marshal gives (see
 // encode_fast.go). It never fails; the error is kept for callers.
 func EncodeState(st State) ([]byte, error) {
-	return appendState(make([]byte, 0, stateSize(&st)), &st), nil
+	return AppendState(nil, st), nil
+}
+
+// AppendState appends EncodeState's bytes for st to dst.
+func AppendState(dst []byte, st State) []byte {
+	return appendState(slices.Grow(dst, stateSize(&st)), &st)
 }
 
 // DecodeState decodes a state written by EncodeState. It fails with
@@ -130,21 +136,35 @@ func ActionKind(a Action) string {
 // EncodeAction encodes an action without its continuation state (which is
 // stored on its own). A RequestModelCall is stored without its messages,
 // which are the state's own; DecodeAction restores them from a state.
-func EncodeAction(a Action) ([]byte, error) {
+func EncodeAction(a Action) ([]byte, error) { return AppendAction(nil, a) }
+
+// AppendAction appends EncodeAction's bytes for a to dst. On error dst is
+// returned as it was.
+func AppendAction(dst []byte, a Action) ([]byte, error) {
 	kind := ActionKind(a)
 	if kind == "" {
-		return nil, fmt.Errorf("encode action: unknown action %T", a)
+		return dst, fmt.Errorf("encode action: unknown action %T", a)
 	}
 	// Every action with a fast path takes it, a RequestModelCall included:
 	// that path drops a primary call's messages.
-	if b, ok := encodeActionFast(kind, a); ok {
+	if b, ok := encodeActionFast(dst, kind, a); ok {
 		return b, nil
 	}
 	body, err := encMode.Marshal(a)
 	if err != nil {
-		return nil, fmt.Errorf("encode %s action: %w", kind, err)
+		return dst, fmt.Errorf("encode %s action: %w", kind, err)
 	}
-	return encMode.Marshal(envelope{Kind: kind, Body: body})
+	return appendEnveloped(dst, kind, body)
+}
+
+// appendEnveloped appends body, encoded by the library, inside an envelope
+// of kind.
+func appendEnveloped(dst []byte, kind string, body []byte) ([]byte, error) {
+	env, err := encMode.Marshal(envelope{Kind: kind, Body: body})
+	if err != nil {
+		return dst, err
+	}
+	return append(dst, env...), nil
 }
 
 // DecodeAction decodes an action written by EncodeAction and attaches st as
@@ -208,19 +228,23 @@ func ResultKind(r Result) string {
 
 // EncodeResult encodes a result deterministically, in an envelope naming its
 // kind, as EncodeAction does.
-func EncodeResult(r Result) ([]byte, error) {
+func EncodeResult(r Result) ([]byte, error) { return AppendResult(nil, r) }
+
+// AppendResult appends EncodeResult's bytes for r to dst. On error dst is
+// returned as it was.
+func AppendResult(dst []byte, r Result) ([]byte, error) {
 	kind := ResultKind(r)
 	if kind == "" {
-		return nil, fmt.Errorf("encode result: unknown result %T", r)
+		return dst, fmt.Errorf("encode result: unknown result %T", r)
 	}
-	if b, ok := encodeResultFast(kind, r); ok {
+	if b, ok := encodeResultFast(dst, kind, r); ok {
 		return b, nil
 	}
 	body, err := encMode.Marshal(r)
 	if err != nil {
-		return nil, fmt.Errorf("encode %s result: %w", kind, err)
+		return dst, fmt.Errorf("encode %s result: %w", kind, err)
 	}
-	return encMode.Marshal(envelope{Kind: kind, Body: body})
+	return appendEnveloped(dst, kind, body)
 }
 
 // DecodeResult decodes a result written by EncodeResult.

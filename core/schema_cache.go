@@ -19,9 +19,8 @@ var schemaCache = struct {
 
 // cachedArgSchema is compileArgSchema with the cache in front.
 func cachedArgSchema(raw json.RawMessage) (*argSchema, error) {
-	key := string(raw)
 	schemaCache.Lock()
-	s, ok := schemaCache.m[key]
+	s, ok := schemaCache.m[string(raw)] // a lookup by string(raw) does not copy raw
 	schemaCache.Unlock()
 	if ok {
 		return s, nil
@@ -34,7 +33,7 @@ func cachedArgSchema(raw json.RawMessage) (*argSchema, error) {
 	if len(schemaCache.m) >= schemaCacheSize {
 		schemaCache.m = map[string]*argSchema{}
 	}
-	schemaCache.m[key] = s
+	schemaCache.m[string(raw)] = s
 	schemaCache.Unlock()
 	return s, nil
 }

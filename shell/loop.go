@@ -20,6 +20,9 @@ func (r *Runner) drive(ctx context.Context, ag *Agent, cur *cursor) (Outcome, er
 		defer cancel()
 	}
 	cfg := ag.Config
+	// Checkpoints run to their end whatever ctx does: a request is durable
+	// before it is made, or not made.
+	durable := context.WithoutCancel(ctx)
 	for {
 		// A state that came from Resume (or the first state of a run) is new;
 		// a loaded checkpoint is already durable and is only re-issued.
@@ -31,7 +34,7 @@ func (r *Runner) drive(ctx context.Context, ag *Agent, cur *cursor) (Outcome, er
 		if fresh {
 			// Persist before acting: the request is durable before it is made.
 			cp := store.Checkpoint{Seq: cur.seq + 1, Result: cur.result, Action: a}
-			if err := r.store.Checkpoint(context.WithoutCancel(ctx), cur.id, cp); err != nil {
+			if err := r.store.Checkpoint(durable, cur.id, cp); err != nil {
 				return Outcome{}, fmt.Errorf("run %s: checkpoint step %d: %w", cur.id, cp.Seq, err)
 			}
 			cur.seq, cur.result = cp.Seq, nil

@@ -55,8 +55,9 @@ func (r *Runner) runTools(ctx context.Context, ag *Agent, cur *cursor, a core.Re
 	// result reaches the store with the next checkpoint, and a crash before
 	// that runs it again, which its declaration allows.
 	journal := len(todo) > 1
+	calls := a.Calls // not a: the closure would move all of a to the heap
 	run := func(i int) error {
-		c := a.Calls[i]
+		c := calls[i]
 		idem := r.idempotent(ag, c.Name)
 		if !idem || journal {
 			if err := r.store.RecordIntent(context.WithoutCancel(ctx), cur.id, cur.seq, c); err != nil {
@@ -154,15 +155,15 @@ func (r *Runner) callTool(ctx context.Context, ag *Agent, cur *cursor, c core.To
 }
 
 func (r *Runner) idempotent(ag *Agent, name string) bool {
-	if t := ag.Tools[name]; t != nil && t.Spec().Idempotent {
-		return true
-	}
+	// The config first: it is at hand, where a tool may build its Spec
+	// on every call.
 	for _, t := range ag.Config.ToolList() {
-		if t.Name == name {
-			return t.Idempotent
+		if t.Name == name && t.Idempotent {
+			return true
 		}
 	}
-	return false
+	t := ag.Tools[name]
+	return t != nil && t.Spec().Idempotent
 }
 
 // capBytes cuts s to n bytes on a UTF-8 boundary, saying so.

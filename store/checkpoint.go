@@ -20,63 +20,31 @@ type Checkpoint struct {
 	Action core.Action
 }
 
-// stepData is a checkpoint encoded, ready to write.
-type stepData struct {
-	seq                  int
-	action, result, head []byte
-	msgs                 []core.Message
-	status               Status
-	answer               string
-	failCode             core.FailCode
-	reason               string
-}
-
-func encodeStep(cp Checkpoint) (stepData, error) {
+// checkCheckpoint checks what can be checked of cp before its run is read.
+func checkCheckpoint(cp Checkpoint) error {
 	if cp.Seq < 1 || cp.Seq > maxSeq {
-		return stepData{}, fmt.Errorf("%w: seq %d (step 0 is written by CreateRun)", ErrSeq, cp.Seq)
+		return fmt.Errorf("%w: seq %d (step 0 is written by CreateRun)", ErrSeq, cp.Seq)
 	}
 	if cp.Action == nil {
-		return stepData{}, errors.New("no action")
+		return errors.New("no action")
 	}
-	d := stepData{seq: cp.Seq, status: statusOf(cp.Action)}
-	var err error
-	if d.action, err = core.EncodeAction(cp.Action); err != nil {
-		return stepData{}, err
-	}
-	if cp.Result != nil {
-		if d.result, err = core.EncodeResult(cp.Result); err != nil {
-			return stepData{}, err
-		}
-	}
-	st := cp.Action.Next()
-	if d.head, err = encodeHead(st); err != nil {
-		return stepData{}, err
-	}
-	d.msgs = st.Messages
-	switch a := cp.Action.(type) {
-	case core.Complete:
-		d.answer = a.Answer
-	case core.Fail:
-		d.failCode, d.reason = a.Code, a.Reason
-	}
-	return d, nil
+	return nil
 }
 
-// encodeHead encodes st without its messages. It checks that the encoding is
-// well-formed CBOR with valid UTF-8 text (a model or tool that produced
-// invalid UTF-8 would otherwise make the state impossible to load back), so
-// such a state is refused now rather than found later. That the state holds
-// core's own invariants is core's business.
-func encodeHead(st core.State) ([]byte, error) {
+// encodeHead appends the encoding of st without its messages to dst. It
+// checks that the encoding is well-formed CBOR with valid UTF-8 text (a
+// model or tool that produced invalid UTF-8 would otherwise make the state
+// impossible to load back), so such a state is refused now rather than
+// found later. That the state holds core's own invariants is core's
+// business.
+func encodeHead(dst []byte, st core.State) ([]byte, error) {
 	st.Messages = nil
-	b, err := core.EncodeState(st)
-	if err != nil {
-		return nil, fmt.Errorf("encode state: %w", err)
+	start := len(dst)
+	dst = core.AppendState(dst, st)
+	if err := checkCBOR(dst[start:]); err != nil {
+		return dst[:start], fmt.Errorf("the state would not load back: %w", err)
 	}
-	if err := checkCBOR(b); err != nil {
-		return nil, fmt.Errorf("the state would not load back: %w", err)
-	}
-	return b, nil
+	return dst, nil
 }
 
 // checkMessages checks that freshly encoded messages will decode (see
@@ -96,8 +64,7 @@ func checkMessages(body []byte, n int) error {
 // sequence number (ErrSeq), when the state's messages do not extend the
 // stored log (ErrNotAppend), or when the run has ended (ErrEnded).
 func (s *SQLite) Checkpoint(ctx context.Context, runID string, cp Checkpoint) error {
-	d, err := encodeStep(cp)
-	if err != nil {
+	if err := checkCheckpoint(cp); err != nil {
 		return fmt.Errorf("checkpoint run %s step %d: %w", runID, cp.Seq, err)
 	}
 	// A checkpoint, once begun, runs to its end (it is short, and waits
@@ -107,85 +74,142 @@ func (s *SQLite) Checkpoint(ctx context.Context, runID string, cp Checkpoint) er
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("checkpoint run %s step %d: %w", runID, cp.Seq, err)
 	}
-	ctx = context.WithoutCancel(ctx)
-	var rk int64
-	var open *openSegment
+	if ctx.Done() != nil {
+		ctx = context.WithoutCancel(ctx)
+	}
+	status := statusOf(cp.Action)
 	var after tail
-	err = s.write(ctx, "", func(tx *wtx) error {
-		rk, open, after, err = s.appendStep(ctx, tx, runID, &d)
-		return err
-	})
+	var open *openSegment
+	var err error
+	if t, ok := s.tail(runID); ok && t.seq == cp.Seq-1 && t.status == status && !status.Ended() && !closesSegment(cp.Seq) {
+		// The common checkpoint: this store wrote the step before, the
+		// status stays, no segment closes. It is one insert, and the
+		// whole transaction runs at the driver level in one go; the row
+		// is built before it begins.
+		var row stepRow
+		err = s.writeHot(ctx, func() (err error) {
+			row, err = s.stepAfter(s.scratch(), t, cp)
+			s.keepScratch(row.buf)
+			return err
+		}, func(h *hotStmts) error {
+			if err := h.insertStep(&row, t.rk); err != nil {
+				return fmt.Errorf("insert step: %w", err)
+			}
+			after, open = row.tail(t.rk, status), s.openSegment(t.rk).extend(&row, t.msgCount)
+			return nil
+		})
+	} else {
+		err = s.write(ctx, "", func(tx *wtx) error {
+			after, open, err = s.appendStep(ctx, tx, runID, cp, status)
+			return err
+		})
+	}
 	if err != nil {
 		s.forgetTail(runID)
 		return fmt.Errorf("checkpoint run %s step %d: %w", runID, cp.Seq, err)
 	}
-	s.setOpenSegment(rk, open)
+	s.setOpenSegment(after.rk, open)
 	s.setTail(runID, after)
 	return nil
 }
 
-// appendStep writes d to the run inside tx. It returns the run's key, its
-// open segment and its tail after the step, to remember once tx commits.
-func (s *SQLite) appendStep(ctx context.Context, tx *wtx, runID string, d *stepData) (rk int64, open *openSegment, after tail, err error) {
-	var status string
-	var last stepRow
-	if t, ok := s.tail(runID); ok && t.seq == d.seq-1 {
-		rk, status, last = t.rk, string(t.status), stepRow{seq: t.seq, msgCount: t.msgCount, msgSum: t.msgSum}
-	} else if status, last, err = s.lastStep(ctx, tx, runID, &rk); err != nil {
-		return 0, nil, after, err
+// appendStep writes cp to the run inside tx, reading the run's last step
+// unless this store wrote it. It returns the run's tail and its open
+// segment after the step, to remember once tx commits.
+func (s *SQLite) appendStep(ctx context.Context, tx *wtx, runID string, cp Checkpoint, status Status) (after tail, open *openSegment, err error) {
+	t, ok := s.tail(runID)
+	if !ok || t.seq != cp.Seq-1 {
+		if t, err = s.lastStep(ctx, tx, runID); err != nil {
+			return after, nil, err
+		}
 	}
-	if Status(status).Ended() {
-		return 0, nil, after, fmt.Errorf("%w (%s at step %d)", ErrEnded, status, last.seq)
+	if t.status.Ended() {
+		return after, nil, fmt.Errorf("%w (%s at step %d)", ErrEnded, t.status, t.seq)
 	}
-	if d.seq != last.seq+1 {
-		return 0, nil, after, fmt.Errorf("%w: seq %d, want %d", ErrSeq, d.seq, last.seq+1)
+	if cp.Seq != t.seq+1 {
+		return after, nil, fmt.Errorf("%w: seq %d, want %d", ErrSeq, cp.Seq, t.seq+1)
 	}
-	// The new messages are encoded into the write connection's scratch
-	// buffer: SQLite copies them when they are bound, and the open segment
-	// copies them too, so the buffer is free again once the step is
-	// written.
-	row, err := d.row(tx.scratch(), s.now().UnixNano(), last.msgCount, last.msgSum)
+	row, err := s.stepAfter(s.scratch(), t, cp)
+	defer s.keepScratch(row.buf)
 	if err != nil {
-		return 0, nil, after, err
+		return after, nil, err
 	}
-	defer tx.keepScratch(row.msgs)
-	if err := tx.insertStep(&row, rk); err != nil {
-		return 0, nil, after, fmt.Errorf("insert step: %w", err)
+	if err := tx.insertStep(&row, t.rk); err != nil {
+		return after, nil, fmt.Errorf("insert step: %w", err)
 	}
-	if d.status != Status(status) {
+	if status != t.status {
+		var answer, reason string
+		var code core.FailCode
+		switch a := cp.Action.(type) {
+		case core.Complete:
+			answer = a.Answer
+		case core.Fail:
+			code, reason = a.Code, a.Reason
+		}
 		if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, updated_ns = ?, answer = ?, fail_code = ?, reason = ? WHERE rk = ?`,
-			string(d.status), row.created, d.answer, string(d.failCode), d.reason, rk); err != nil {
-			return 0, nil, after, fmt.Errorf("update run: %w", err)
+			string(status), row.created, answer, string(code), reason, t.rk); err != nil {
+			return after, nil, fmt.Errorf("update run: %w", err)
 		}
 	}
-	open = s.openSegment(rk).extend(&row, last.msgCount)
+	open = s.openSegment(t.rk).extend(&row, t.msgCount)
 	if closesSegment(row.seq) {
-		if err := closeSegment(ctx, tx, runID, rk, &row, open); err != nil {
-			return 0, nil, after, fmt.Errorf("write segment: %w", err)
+		if err := closeSegment(ctx, tx, runID, t.rk, &row, open); err != nil {
+			return after, nil, fmt.Errorf("write segment: %w", err)
 		}
-		open = nil
+		if open != nil {
+			open = open.writtenOut()
+		}
 	}
-	return rk, open, tail{rk: rk, status: d.status, seq: row.seq, msgCount: row.msgCount, msgSum: row.msgSum}, nil
+	return row.tail(t.rk, status), open, nil
 }
 
-// row builds the step row of d after a step holding count messages, the
-// last with checksum msgSum, checking that d's messages extend those.
-func (d *stepData) row(scratch []byte, now int64, count int, msgSum int64) (stepRow, error) {
-	if len(d.msgs) < count {
-		return stepRow{}, fmt.Errorf("%w: the state has %d messages, the log already %d", ErrNotAppend, len(d.msgs), count)
+// stepAfter builds the row of cp, the step after the one t describes,
+// encoding its blobs one after the other into buf (row.buf is buf as
+// grown). It checks that the state's messages extend the log the run holds.
+func (s *SQLite) stepAfter(buf []byte, t tail, cp Checkpoint) (row stepRow, err error) {
+	row = stepRow{seq: cp.Seq, created: s.now().UnixNano()}
+	b := buf[:0]
+	defer func() { row.buf = b }()
+	if b, err = core.AppendAction(b, cp.Action); err != nil {
+		return row, err
 	}
-	if count > 0 {
-		var buf [512]byte
-		if messageSum(core.AppendMessage(buf[:0], d.msgs[count-1])) != msgSum {
-			return stepRow{}, fmt.Errorf("%w: the state's message %d differs from the stored one", ErrNotAppend, count-1)
+	endAction := len(b)
+	if cp.Result != nil {
+		if b, err = core.AppendResult(b, cp.Result); err != nil {
+			return row, err
 		}
 	}
-	row := stepRow{seq: d.seq, created: now, msgCount: len(d.msgs), msgSum: msgSum, action: d.action, result: d.result, head: d.head}
-	if added := d.msgs[count:]; len(added) > 0 {
-		row.msgs, row.msgSum = encodeMessages(scratch[:0], added)
+	endResult := len(b)
+	st := cp.Action.Next()
+	if b, err = encodeHead(b, st); err != nil {
+		return row, fmt.Errorf("encode state: %w", err)
+	}
+	endHead := len(b)
+	msgs := st.Messages
+	if len(msgs) < t.msgCount {
+		return row, fmt.Errorf("%w: the state has %d messages, the log already %d", ErrNotAppend, len(msgs), t.msgCount)
+	}
+	if t.msgCount > 0 {
+		// The last message the log holds, encoded past the head to be
+		// compared, then dropped.
+		b = core.AppendMessage(b, msgs[t.msgCount-1])
+		if messageSum(b[endHead:]) != t.msgSum {
+			return row, fmt.Errorf("%w: the state's message %d differs from the stored one", ErrNotAppend, t.msgCount-1)
+		}
+		b = b[:endHead]
+	}
+	row.msgCount, row.msgSum = len(msgs), t.msgSum
+	if added := msgs[t.msgCount:]; len(added) > 0 {
+		b, row.msgSum = encodeMessages(b, added)
+		row.msgs = b[endHead:]
 		if err := checkMessages(row.msgs, len(added)); err != nil {
-			return stepRow{}, err
+			return row, err
 		}
+	}
+	// Sliced only now: the buffer may have moved as it grew.
+	row.action, row.head = b[:endAction:endAction], b[endResult:endHead:endHead]
+	if cp.Result != nil {
+		row.result = b[endAction:endResult:endResult]
 	}
 	return row, nil
 }
@@ -198,32 +222,36 @@ const lastStepSQL = `SELECT (SELECT rk FROM runs WHERE id = ?1), (SELECT status 
 		WHERE id BETWEEN (SELECT rk FROM runs WHERE id = ?1) << 32 AND ((SELECT rk FROM runs WHERE id = ?1) << 32) + 4294967295)`
 
 // lastStep reads and verifies the run's last step inside tx, without its
-// blobs (read in place to check the checksum, not copied). It sets rk.
-func (s *SQLite) lastStep(ctx context.Context, tx dbtx, runID string, rk *int64) (status string, last stepRow, err error) {
+// blobs (read in place to check the checksum, not copied), and returns the
+// run's tail.
+func (s *SQLite) lastStep(ctx context.Context, tx dbtx, runID string) (t tail, err error) {
 	rows, err := tx.QueryContext(ctx, lastStepSQL, runID)
 	if err != nil {
-		return "", last, err
+		return t, err
 	}
 	defer rows.Close()
 	if !rows.Next() {
 		if err := rows.Err(); err != nil {
-			return "", last, err
+			return t, err
 		}
-		return "", last, s.missing(ctx, tx, runID)
+		return t, s.missing(ctx, tx, runID)
 	}
-	var rkv sql.NullInt64
+	var rk sql.NullInt64
+	var status string
 	var raw [4]sql.RawBytes
 	var seq, count int64
-	if err := rows.Scan(&rkv, &status, &seq, &last.created, &count, &last.msgSum, &raw[0], &raw[1], &raw[2], &raw[3], &last.sum); err != nil {
-		return "", last, err
+	var last stepRow
+	if err := rows.Scan(&rk, &status, &seq, &last.created, &count, &last.msgSum, &raw[0], &raw[1], &raw[2], &raw[3], &last.sum); err != nil {
+		return t, err
 	}
-	*rk, last.seq, last.msgCount = rkv.Int64, int(seq), int(count)
+	last.seq, last.msgCount = int(seq), int(count)
 	// RawBytes reads a NULL as nil and an empty blob as empty, as the
 	// checksum needs.
 	last.action, last.result, last.head, last.msgs = raw[0], raw[1], raw[2], raw[3]
-	err = last.verify(runID, *rk)
-	last.action, last.result, last.head, last.msgs = nil, nil, nil, nil
-	return status, last, err
+	if err := last.verify(runID, rk.Int64); err != nil {
+		return t, err
+	}
+	return last.tail(rk.Int64, Status(status)), nil
 }
 
 // missing explains why a run has no last step: it does not exist, or (a

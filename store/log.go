@@ -37,6 +37,9 @@ type openSegment struct {
 	seq   int
 	first int
 	body  []byte
+	// written: the segment ended at seq and is in the segments table;
+	// only its buffer is kept, for the next segment to fill.
+	written bool
 }
 
 // extend returns the open segment after step row, given the one after the
@@ -45,11 +48,18 @@ type openSegment struct {
 func (o *openSegment) extend(row *stepRow, before int) *openSegment {
 	if row.seq == segmentStart(row.seq) {
 		// Room for the whole segment at this step's size, so that it
-		// is not copied as it grows.
-		room := min(max(len(row.msgs), 256)*segmentSteps, 64<<10)
-		return &openSegment{seq: row.seq, first: before, body: append(make([]byte, 0, max(room, len(row.msgs))), row.msgs...)}
+		// is not copied as it grows; the last segment's buffer when it
+		// has that room.
+		room := max(min(max(len(row.msgs), 256)*segmentSteps, 64<<10), len(row.msgs))
+		var body []byte
+		if o != nil && o.written && o.seq == row.seq-1 && cap(o.body) >= room {
+			body = o.body[:0]
+		} else {
+			body = make([]byte, 0, room)
+		}
+		return &openSegment{seq: row.seq, first: before, body: append(body, row.msgs...)}
 	}
-	if o == nil || o.seq != row.seq-1 {
+	if o == nil || o.written || o.seq != row.seq-1 {
 		return nil
 	}
 	// Appending may write into o.body's spare capacity, never into o's own
@@ -57,6 +67,14 @@ func (o *openSegment) extend(row *stepRow, before int) *openSegment {
 	// room only when the first one's transaction failed (the store then
 	// still remembers o), and that one is never used.
 	return &openSegment{seq: row.seq, first: o.first, body: append(o.body, row.msgs...)}
+}
+
+// writtenOut is what to remember of o once the segment it completes is in the
+// segments table: its buffer (SQLite copied the bytes), for the next
+// segment. A failed transaction that filled the buffer again leaves nothing
+// the store reads.
+func (o *openSegment) writtenOut() *openSegment {
+	return &openSegment{seq: o.seq, body: o.body[:0], written: true}
 }
 
 // maxOpenSegments bounds the memory the remembered open segments take.
@@ -99,7 +117,7 @@ func insertSegment(ctx context.Context, ex execer, rk int64, from, to, first, n 
 // closeSegment writes the segment that step last closes, from open when it
 // is complete, else by reading the segment's steps back.
 func closeSegment(ctx context.Context, tx dbtx, runID string, rk int64, last *stepRow, open *openSegment) error {
-	if open == nil || open.seq != last.seq {
+	if open == nil || open.written || open.seq != last.seq {
 		return writeSegment(ctx, tx, runID, rk, last)
 	}
 	if n := last.msgCount - open.first; n > 0 {

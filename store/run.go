@@ -106,7 +106,7 @@ func (s *SQLite) CreateRun(ctx context.Context, r NewRun) error {
 	if r.ID == "" {
 		return errors.New("create run: empty id")
 	}
-	head, err := encodeHead(r.Initial)
+	head, err := encodeHead(nil, r.Initial)
 	if err != nil {
 		return fmt.Errorf("create run %s: %w", r.ID, err)
 	}

@@ -19,6 +19,14 @@ type stepRow struct {
 	head     []byte
 	msgs     []byte // the messages the step appended; nil when none
 	sum      int64
+	// buf, when the row was built to be written, is the buffer its blobs
+	// were encoded into.
+	buf []byte
+}
+
+// tail is what the run's tail is once r is its last step.
+func (r *stepRow) tail(rk int64, status Status) tail {
+	return tail{rk: rk, status: status, seq: r.seq, msgCount: r.msgCount, msgSum: r.msgSum}
 }
 
 // Steps and segments are keyed by rk << 32 | seq (see the schema).

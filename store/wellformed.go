@@ -75,7 +75,7 @@ func skipCBOR(b []byte, off, depth int) (int, error) {
 			return 0, errCBOR
 		}
 		end := off + int(arg)
-		if major == 3 && !utf8.Valid(b[off:end]) {
+		if major == 3 && !validText(b[off:end]) {
 			return 0, errors.New("cbor: text is not valid UTF-8")
 		}
 		return end, nil
@@ -97,4 +97,15 @@ func skipCBOR(b []byte, off, depth int) (int, error) {
 	default: // 6: a tag and its item
 		return skipCBOR(b, off, depth+1)
 	}
+}
+
+// validText is utf8.Valid, with the ASCII text core mostly writes checked
+// in line: the texts are short, and the call costs more than the bytes.
+func validText(p []byte) bool {
+	for i, c := range p {
+		if c >= utf8.RuneSelf {
+			return utf8.Valid(p[i:])
+		}
+	}
+	return true
 }

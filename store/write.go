@@ -18,7 +18,9 @@ import (
 // a goroutine of its own). BEGIN, COMMIT and the step insert, the statements
 // of every checkpoint, are prepared once per connection at the driver level
 // and run without database/sql in between; the other statements go through
-// the *sql.Conn and the driver's statement cache. See docs/performance.md.
+// the *sql.Conn and the driver's statement cache. The common checkpoint
+// (writeHot) runs whole in one visit to the driver connection. See
+// docs/adr/0008-write-path.md and docs/performance.md.
 
 // dbtx is what the statements of a write transaction run on.
 type dbtx interface {
@@ -77,18 +79,75 @@ func (s *SQLite) inWrite(ctx context.Context, fn func(*wtx) error) error {
 // to close it), so the next write gets a clean one.
 func (tx *wtx) rollback() {
 	_ = tx.Raw(func(dc any) error {
-		c, ok := dc.(*sqlite3.SQLiteConn)
-		if !ok {
-			return driver.ErrBadConn
-		}
-		if c.AutoCommit() {
+		if c, ok := dc.(*sqlite3.SQLiteConn); ok && rollbackConn(c) {
 			return nil
 		}
-		if _, err := c.Exec("ROLLBACK", nil); err != nil || !c.AutoCommit() {
-			return driver.ErrBadConn
+		return driver.ErrBadConn
+	})
+}
+
+// rollbackConn ends c's transaction if one is open, and reports whether c
+// is out of it.
+func rollbackConn(c *sqlite3.SQLiteConn) bool {
+	if c.AutoCommit() {
+		return true
+	}
+	_, err := c.Exec("ROLLBACK", nil)
+	return err == nil && c.AutoCommit()
+}
+
+// writeHot runs fn, whose statements are all hot ones, in a write
+// transaction: prepare (holding the write connection, so it may use the
+// scratch buffer), then BEGIN, fn and COMMIT (or ROLLBACK), in one visit to
+// the driver connection with nothing of database/sql in between. This is
+// the common checkpoint's path (Checkpoint).
+func (s *SQLite) writeHot(ctx context.Context, prepare func() error, fn func(*hotStmts) error) error {
+	conn, err := s.w.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	err = conn.Raw(func(dc any) error {
+		c, ok := dc.(*sqlite3.SQLiteConn)
+		if !ok {
+			return fmt.Errorf("unexpected driver connection %T", dc)
+		}
+		if err := prepare(); err != nil {
+			return err
+		}
+		h := s.hotFor(c)
+		if err := h.exec(hotBegin); err != nil {
+			return h.rollback(fmt.Errorf("begin: %w", err))
+		}
+		if err := fn(h); err != nil {
+			return h.rollback(err)
+		}
+		if err := h.exec(hotCommit); err != nil {
+			return h.rollback(fmt.Errorf("commit: %w", err))
 		}
 		return nil
 	})
+	if bad, ok := errors.AsType[badConn](err); ok {
+		return bad.err
+	}
+	return err
+}
+
+// badConn is err returned from inside Raw so that database/sql discards
+// the connection, as it does after an error that is driver.ErrBadConn.
+type badConn struct{ err error }
+
+func (e badConn) Error() string        { return e.err.Error() }
+func (e badConn) Unwrap() error        { return e.err }
+func (e badConn) Is(target error) bool { return target == driver.ErrBadConn }
+
+// rollback ends the connection's transaction after err. When the
+// connection cannot leave it, the error says to discard the connection.
+func (h *hotStmts) rollback(err error) error {
+	if rollbackConn(h.conn) {
+		return err
+	}
+	return badConn{err}
 }
 
 // hot runs fn with the connection's driver-level statements.
@@ -102,39 +161,52 @@ func (tx *wtx) hot(fn func(*hotStmts) error) error {
 	})
 }
 
-// scratch returns the write connection's scratch buffer, empty; it may be
-// used until the transaction ends.
-func (tx *wtx) scratch() []byte { return tx.s.hot.scratch[:0] }
+// scratch returns the write connection's scratch buffer, empty. Only the
+// holder of the write connection may use it, until its transaction ends.
+func (s *SQLite) scratch() []byte { return s.hot.scratch[:0] }
 
 // keepScratch keeps b, grown from scratch, as the scratch buffer for the
 // next transaction when it is larger, unless it grew too large to keep
 // around.
-func (tx *wtx) keepScratch(b []byte) {
-	if cap(b) > cap(tx.s.hot.scratch) && cap(b) <= 1<<20 {
-		tx.s.hot.scratch = b[:0]
+func (s *SQLite) keepScratch(b []byte) {
+	if cap(b) > cap(s.hot.scratch) && cap(b) <= 1<<20 {
+		s.hot.scratch = b[:0]
 	}
 }
 
 // insertStep inserts a step row (see insertStepSQL), setting its checksum.
 func (tx *wtx) insertStep(r *stepRow, rk int64) error {
-	return tx.hot(func(h *hotStmts) error {
-		r.sum = stepSum(rk, r)
-		h.args = append(h.args[:0],
-			driver.NamedValue{Ordinal: 1, Value: rowKey(rk, r.seq)},
-			driver.NamedValue{Ordinal: 2, Value: rk},
-			driver.NamedValue{Ordinal: 3, Value: int64(r.seq)},
-			driver.NamedValue{Ordinal: 4, Value: r.created},
-			driver.NamedValue{Ordinal: 5, Value: int64(r.msgCount)},
-			driver.NamedValue{Ordinal: 6, Value: r.msgSum},
-			driver.NamedValue{Ordinal: 7, Value: r.action},
-			driver.NamedValue{Ordinal: 8, Value: r.result},
-			driver.NamedValue{Ordinal: 9, Value: r.head},
-			driver.NamedValue{Ordinal: 10, Value: r.msgs},
-			driver.NamedValue{Ordinal: 11, Value: r.sum},
-		)
-		defer clear(h.args) // the blobs are the caller's
-		return h.exec(hotInsertStep, h.args...)
-	})
+	return tx.hot(func(h *hotStmts) error { return h.insertStep(r, rk) })
+}
+
+// insertStep inserts a step row, setting its checksum. It runs the insert
+// as a query: the driver then binds the arguments and steps the statement
+// in one call into C, rather than one call per argument.
+func (h *hotStmts) insertStep(r *stepRow, rk int64) error {
+	r.sum = stepSum(rk, r)
+	h.args = append(h.args[:0],
+		driver.NamedValue{Ordinal: 1, Value: rowKey(rk, r.seq)},
+		driver.NamedValue{Ordinal: 2, Value: rk},
+		driver.NamedValue{Ordinal: 3, Value: int64(r.seq)},
+		driver.NamedValue{Ordinal: 4, Value: r.created},
+		driver.NamedValue{Ordinal: 5, Value: int64(r.msgCount)},
+		driver.NamedValue{Ordinal: 6, Value: r.msgSum},
+		driver.NamedValue{Ordinal: 7, Value: r.action},
+		driver.NamedValue{Ordinal: 8, Value: r.result},
+		driver.NamedValue{Ordinal: 9, Value: r.head},
+		driver.NamedValue{Ordinal: 10, Value: r.msgs},
+		driver.NamedValue{Ordinal: 11, Value: r.sum},
+	)
+	defer clear(h.args) // the blobs are the caller's
+	st, err := h.stmt(hotInsertStep)
+	if err != nil {
+		return err
+	}
+	rows, err := st.QueryContext(context.Background(), h.args)
+	if err != nil {
+		return err
+	}
+	return rows.Close()
 }
 
 // The statements every checkpoint runs.
@@ -161,21 +233,30 @@ type hotStmts struct {
 // that the driver runs the statement on the calling goroutine; a statement
 // waits for the write lock at most the busy timeout.
 func (h *hotStmts) exec(i int, args ...driver.NamedValue) error {
-	st := h.stmts[i]
-	if st == nil {
-		ds, err := h.conn.Prepare(hotSQL[i])
-		if err != nil {
-			return fmt.Errorf("prepare: %w", err)
-		}
-		var ok bool
-		if st, ok = ds.(*sqlite3.SQLiteStmt); !ok {
-			_ = ds.Close()
-			return fmt.Errorf("prepare: unexpected driver statement %T", ds)
-		}
-		h.stmts[i] = st
+	st, err := h.stmt(i)
+	if err != nil {
+		return err
 	}
-	_, err := st.ExecContext(context.Background(), args)
+	_, err = st.ExecContext(context.Background(), args)
 	return err
+}
+
+// stmt returns hot statement i, prepared when first used.
+func (h *hotStmts) stmt(i int) (*sqlite3.SQLiteStmt, error) {
+	if st := h.stmts[i]; st != nil {
+		return st, nil
+	}
+	ds, err := h.conn.Prepare(hotSQL[i])
+	if err != nil {
+		return nil, fmt.Errorf("prepare: %w", err)
+	}
+	st, ok := ds.(*sqlite3.SQLiteStmt)
+	if !ok {
+		_ = ds.Close()
+		return nil, fmt.Errorf("prepare: unexpected driver statement %T", ds)
+	}
+	h.stmts[i] = st
+	return st, nil
 }
 
 func (h *hotStmts) close() error {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
+	"path/filepath"
 	"testing"
 
 	"github.com/mattn/go-sqlite3"
@@ -163,5 +164,59 @@ func TestForeignKeysHold(t *testing.T) {
 	}
 	if steps < 2*(2*segmentSteps+4) || segments < 4 || intents != 2 || relations != 2 {
 		t.Fatalf("the paths were not all exercised: %d steps, %d segments, %d intents, %d relations", steps, segments, intents, relations)
+	}
+}
+
+// The common checkpoint runs on the run's remembered tail. When another
+// writer (here a second store on the same file, as another process would
+// be) appended in between, that checkpoint fails whole, leaves the write
+// connection clean, and the next one reads the truth back.
+func TestCheckpointAfterAnotherWriter(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "two.db")
+	a, err := Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx := context.Background()
+	log := newRun(t, a, "r").Messages
+	var cp1, cp2, cp3 Checkpoint
+	cp1, log = turnStep(log, 1, 10)
+	if err := a.Checkpoint(ctx, "r", cp1); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := a.tail("r"); !ok {
+		t.Fatal("a does not remember the run's tail")
+	}
+	cp2, log = turnStep(log, 2, 10)
+	if err := b.Checkpoint(ctx, "r", cp2); err != nil {
+		t.Fatal(err)
+	}
+	// a's own step 2, with other messages: its tail says step 1 is the last.
+	mine, _ := turnStep(cp1.Action.Next().Messages, 2, 99)
+	if err := a.Checkpoint(ctx, "r", mine); err == nil {
+		t.Fatal("a appended over b's step 2")
+	}
+	if inTransaction(t, a) {
+		t.Fatal("the failed checkpoint left a transaction open")
+	}
+	if _, ok := a.tail("r"); ok {
+		t.Fatal("a still trusts its stale tail")
+	}
+	if err := a.Checkpoint(ctx, "r", mine); !errors.Is(err, ErrSeq) {
+		t.Fatalf("a's step 2 again: %v, want ErrSeq", err)
+	}
+	cp3, log = turnStep(log, 3, 10)
+	if err := a.Checkpoint(ctx, "r", cp3); err != nil {
+		t.Fatalf("a's step 3 after b's step 2: %v", err)
+	}
+	rec, err := b.LoadLatest(ctx, "r")
+	if err != nil || rec.Seq != 3 || len(rec.State.Messages) != len(log) || rec.State.Messages[len(log)-2].Content != cp2.Action.Next().Messages[len(log)-2].Content {
+		t.Fatalf("latest: step %d, %d messages (want 3, %d): %v", rec.Seq, len(rec.State.Messages), len(log), err)
 	}
 }

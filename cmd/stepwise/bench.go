@@ -21,9 +21,11 @@ latest state and to replay the run, with synchronous=NORMAL, without checkpointi
 the floor on this machine: a bare SQLite insert of the same bytes per step in the
 same mode (driven at the driver level, and as a database/sql transaction for
 reference), and the CBOR encoding of one step's delta. "x floor" is a row's turn
-median over its own floor: two bare inserts of its bytes per step, measured right
-after it, and two encodings of a delta. A short warm-up run goes first unless
---cold.`}
+median over its own floor: two bare inserts of a step's bytes and two encodings of a
+delta, the inserts timed at every model call of the run, interleaved with its turns
+(the turns' times leave them out). "x tight" is the same median over two such
+inserts timed in a loop of their own right after the row. A short warm-up run goes
+first (and sizes the interleaved inserts) unless --cold.`}
 	c.run = func(e *env, args []string) int {
 		fs := e.flags(c)
 		ns := fs.String("n", "10,100,1000,10000", "run lengths in turns, comma-separated")
@@ -61,17 +63,13 @@ after it, and two encodings of a delta. A short warm-up run goes first unless
 			return 0
 		}
 		w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(w, "N\tsync\tturn median µs\tx floor\tturn p99 µs\ttotal ms\tbytes/step\tio bytes/step\tpeak RSS MB\tpeak heap MB\tpeak live MB\tconversation MB\tload latest ms\treplay ms\t")
+		fmt.Fprintln(w, "N\tsync\tturn median µs\tx floor\tx tight\tturn p99 µs\ttotal ms\tbytes/step\tio bytes/step\tpeak RSS MB\tpeak heap MB\tpeak live MB\tconversation MB\tload latest ms\treplay ms\t")
 		for _, r := range rep.Rows {
 			sync := r.Sync
 			if !r.Checkpoint {
 				sync = "none"
 			}
-			ratio := "-"
-			if r.FloorRatio > 0 {
-				ratio = fmt.Sprintf("%.2f", r.FloorRatio)
-			}
-			fmt.Fprintf(w, "%d\t%s\t%.1f\t%s\t%.1f\t%.1f\t%.0f\t%.0f\t%.1f\t%.1f\t%.1f\t%.2f\t%.2f\t%.2f\t\n", r.N, sync, r.TurnMedianUS, ratio, r.TurnP99US, r.TotalMS,
+			fmt.Fprintf(w, "%d\t%s\t%.1f\t%s\t%s\t%.1f\t%.1f\t%.0f\t%.0f\t%.1f\t%.1f\t%.1f\t%.2f\t%.2f\t%.2f\t\n", r.N, sync, r.TurnMedianUS, ratio(r.FloorRatio), ratio(r.TightFloorRatio), r.TurnP99US, r.TotalMS,
 				r.BytesPerStep, r.IOBytesPerStep, mb(r.PeakRSSBytes), mb(r.PeakHeapBytes), mb(r.PeakLiveHeapBytes), mb(r.ConversationBytes), r.LoadLatestMS, r.ReplayMS)
 		}
 		w.Flush()
@@ -85,6 +83,14 @@ after it, and two encodings of a delta. A short warm-up run goes first unless
 		return 0
 	}
 	register(c)
+}
+
+// ratio prints a floor ratio, or "-" for a row without one.
+func ratio(r float64) string {
+	if r <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", r)
 }
 
 func intList(s string) ([]int, error) {

@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mattn/go-sqlite3" // the floor uses the same driver as the store
+	// the floor uses the same driver as the store
 	"github.com/stepwise-agent/stepwise/core"
 	"github.com/stepwise-agent/stepwise/shell"
 	"github.com/stepwise-agent/stepwise/store"
@@ -66,16 +65,31 @@ type Row struct {
 	ConversationBytes int64   `json:"conversation_bytes"`
 	LoadLatestMS      float64 `json:"load_latest_ms"`
 	ReplayMS          float64 `json:"replay_ms"`
-	// FloorTurnUS is the floor of this row, two steps' worth of the bare
-	// minimum: a bare insert of its BytesPerStep, driven at the driver
-	// level and measured right after the row in the same sync mode (so
-	// that the ratio compares figures taken moments apart on a machine
-	// whose speed drifts), plus the CBOR encoding of a step's delta
-	// (Floor.EncodeDeltaUS). Checkpointed rows only. FloorRatio is
-	// TurnMedianUS / FloorTurnUS.
+	// FloorTurnUS is the floor of this row, measured alongside it (see
+	// probe): at every model call, before the turn's clock starts again,
+	// two bare transactions each inserting FloorBytes, driven at the
+	// driver level in the same sync mode on a database of their own, are
+	// timed; FloorTurnUS is their median plus two CBOR encodings of a
+	// step's delta (Floor.EncodeDeltaUS). The turns and their floor thus
+	// run interleaved, under the same conditions, on a machine whose speed
+	// drifts within seconds. FloorBytes is the warm-up run's bytes per step
+	// (with Cold, defaultFloorBytes). FloorRatio is TurnMedianUS /
+	// FloorTurnUS. Checkpointed rows only.
 	FloorTurnUS float64 `json:"floor_turn_us,omitempty"`
+	FloorBytes  int     `json:"floor_bytes,omitempty"`
 	FloorRatio  float64 `json:"floor_ratio,omitempty"`
+	// TightFloorTurnUS is the floor measured the other way: the same
+	// inserts of BytesPerStep in a loop of their own right after the row,
+	// with caches hot from nothing but the inserts (plus the same
+	// encodings); TightFloorRatio is TurnMedianUS / TightFloorTurnUS.
+	TightFloorTurnUS float64 `json:"tight_floor_turn_us,omitempty"`
+	TightFloorRatio  float64 `json:"tight_floor_ratio,omitempty"`
 }
+
+// defaultFloorBytes sizes the interleaved floor's inserts when no warm-up
+// ran: about a step of the workload (bytes per step is 700–725 from 100
+// turns on).
+const defaultFloorBytes = 720
 
 // Floor is the cost of the bare minimum on this machine.
 type Floor struct {
@@ -129,21 +143,24 @@ func Run(opts Options) (Report, error) {
 	}
 	opts.Ns = dedupe(opts.Ns)
 	rep := Report{Floor: map[string]Floor{}}
+	floorBytes := defaultFloorBytes
 	if !opts.Cold {
 		opts.Progress("warm-up")
 		warm := filepath.Join(opts.Dir, "warm-up")
 		if err := os.MkdirAll(warm, 0o755); err != nil {
 			return rep, err
 		}
-		if _, _, err := runOnce(warm, 200, "NORMAL"); err != nil {
+		row, _, err := runOnce(warm, 200, "NORMAL", 0)
+		if err != nil {
 			return rep, err
 		}
+		floorBytes = int(row.BytesPerStep)
 	}
 	var lastState core.State
 	for _, n := range opts.Ns {
 		for _, mode := range []string{"NORMAL", ""} {
 			opts.Progress(fmt.Sprintf("N=%d %s", n, label(mode)))
-			row, st, err := runOnce(opts.Dir, n, mode)
+			row, st, err := runOnce(opts.Dir, n, mode, floorBytes)
 			if err != nil {
 				return rep, err
 			}
@@ -158,7 +175,7 @@ func Run(opts Options) (Report, error) {
 		for _, f := range opts.FullNs {
 			if f == n {
 				opts.Progress(fmt.Sprintf("N=%d FULL", n))
-				row, _, err := runOnce(opts.Dir, n, "FULL")
+				row, _, err := runOnce(opts.Dir, n, "FULL", floorBytes)
 				if err != nil {
 					return rep, err
 				}
@@ -190,9 +207,11 @@ func Run(opts Options) (Report, error) {
 		rep.Floor[strings.ToLower(mode)] = f
 	}
 	for i := range rep.Rows {
-		if r := &rep.Rows[i]; r.FloorTurnUS > 0 {
+		if r := &rep.Rows[i]; r.Checkpoint {
 			r.FloorTurnUS += 2 * delta
 			r.FloorRatio = r.TurnMedianUS / r.FloorTurnUS
+			r.TightFloorTurnUS += 2 * delta
+			r.TightFloorRatio = r.TurnMedianUS / r.TightFloorTurnUS
 		}
 	}
 	return rep, nil
@@ -217,13 +236,24 @@ func label(mode string) string {
 }
 
 // runOnce runs the workload for n turns with the given sync mode ("" for
-// no checkpointing) and measures it.
-func runOnce(dir string, n int, mode string) (Row, core.State, error) {
+// no checkpointing) and measures it, with its floor measured alongside
+// from inserts of floorBytes (none when 0).
+func runOnce(dir string, n int, mode string, floorBytes int) (Row, core.State, error) {
 	ctx := context.Background()
 	row := Row{N: n, Sync: mode, Checkpoint: mode != ""}
 	m := &model{n: n}
 	ag := agent(n, m)
 	path := filepath.Join(dir, fmt.Sprintf("run-%d-%s.db", n, strings.ToLower(label(mode))))
+	if mode != "" && floorBytes > 0 {
+		p, err := openProbe(path+"-floor", mode, floorBytes)
+		if err != nil {
+			return row, core.State{}, err
+		}
+		defer p.close()
+		p.io = openIOCounter()
+		m.probe = p
+		row.FloorBytes = floorBytes
+	}
 	var st shell.Store = nullStore{}
 	var db *store.SQLite
 	var empty int64 // the file with its schema and no run
@@ -258,8 +288,17 @@ func runOnce(dir string, n int, mode string) (Row, core.State, error) {
 	if err != nil {
 		return row, core.State{}, err
 	}
-	row.TotalMS = ms(time.Since(start))
-	row.IOBytesPerStep = float64(ioWritten()-io0) / float64(out.Steps)
+	// The run's figures leave out the bench's own work: its time at the
+	// model calls, and what the floor's inserts wrote.
+	row.TotalMS = ms(time.Since(start) - m.overhead())
+	if m.probe != nil {
+		row.FloorTurnUS = m.probe.median() // the encodings are added once measured
+	}
+	written := ioWritten() - io0
+	if m.probe != nil {
+		written -= m.probe.written
+	}
+	row.IOBytesPerStep = float64(written) / float64(out.Steps)
 	row.PeakRSSBytes = peakRSS()
 	if m.heap.peak > baseHeap {
 		row.PeakHeapBytes = int64(m.heap.peak - baseHeap)
@@ -271,10 +310,7 @@ func runOnce(dir string, n int, mode string) (Row, core.State, error) {
 		return row, core.State{}, fmt.Errorf("bench run of %d turns ended %s", n, out.Status)
 	}
 	row.Steps = out.Steps
-	var turns []float64
-	for i := 1; i < len(m.calls); i++ {
-		turns = append(turns, float64(m.calls[i].Sub(m.calls[i-1]).Nanoseconds())/1e3)
-	}
+	turns := m.turns()
 	row.TurnMedianUS, row.TurnP99US = percentile(turns, 0.5), percentile(turns, 0.99)
 	if db == nil {
 		return row, core.State{}, nil
@@ -316,95 +352,53 @@ func runOnce(dir string, n int, mode string) (Row, core.State, error) {
 // and sync mode as the store, at the driver level and through database/sql.
 func floor(dir, mode string, bytes int) (Floor, error) {
 	f := Floor{Sync: mode, Bytes: bytes}
-	payload := make([]byte, bytes)
-	for i := range payload {
-		payload[i] = byte(i * 31)
-	}
 	count := 4000
 	if mode == "FULL" {
 		count = 400
 	}
 	// Each way on a fresh file, so both start from the same empty WAL.
 	var err error
-	if f.InsertMedianUS, err = floorDB(dir, "driver", mode, func(db *sql.DB) (float64, error) { return floorDriver(db, payload, count) }); err != nil {
+	if f.InsertMedianUS, err = tightFloor(filepath.Join(dir, "floor-driver-"+strings.ToLower(mode)+".db"), mode, bytes, count); err != nil {
 		return f, err
 	}
-	if f.InsertSQLMedianUS, err = floorDB(dir, "sql", mode, func(db *sql.DB) (float64, error) { return floorSQL(db, payload, count) }); err != nil {
-		return f, err
-	}
-	return f, nil
-}
-
-// floorDB runs measure on a fresh database holding one table t.
-func floorDB(dir, name, mode string, measure func(*sql.DB) (float64, error)) (float64, error) {
-	path := filepath.Join(dir, "floor-"+name+"-"+strings.ToLower(mode)+".db")
-	db, err := sql.Open("sqlite3", "file:"+path+"?_journal_mode=WAL&_synchronous="+mode+"&_busy_timeout=5000&_txlock=immediate")
+	db, err := openFloorDB(filepath.Join(dir, "floor-sql-"+strings.ToLower(mode)+".db"), mode)
 	if err != nil {
-		return 0, err
+		return f, err
 	}
 	defer db.Close()
-	db.SetMaxOpenConns(1)
-	if _, err := db.Exec(`CREATE TABLE IF NOT EXISTS t (id INTEGER PRIMARY KEY, data BLOB NOT NULL)`); err != nil {
-		return 0, err
-	}
-	return measure(db)
+	f.InsertSQLMedianUS, err = floorSQL(db, floorPayload(bytes), count)
+	return f, err
 }
 
-// rowFloor measures the floor of a checkpointed row (see Row.FloorTurnUS).
+// rowFloor measures the tight floor of a checkpointed row (see
+// Row.TightFloorTurnUS).
 func rowFloor(dir string, row *Row) error {
-	payload := make([]byte, max(int(row.BytesPerStep), 1))
 	count := 2000
 	if row.Sync == "FULL" {
 		count = 200
 	}
-	us, err := floorDB(dir, fmt.Sprintf("row-%d", row.N), row.Sync, func(db *sql.DB) (float64, error) { return floorDriver(db, payload, count) })
+	us, err := tightFloor(filepath.Join(dir, fmt.Sprintf("floor-row-%d-%s.db", row.N, strings.ToLower(row.Sync))), row.Sync, int(row.BytesPerStep), count)
 	if err != nil {
 		return err
 	}
-	row.FloorTurnUS = 2 * us // the encoding of the delta is added once it is measured
+	row.TightFloorTurnUS = 2 * us // the encodings are added once measured
 	return nil
 }
 
-// floorDriver times count inserts driven at the driver level.
-func floorDriver(db *sql.DB, payload []byte, count int) (float64, error) {
-	ctx := context.Background()
-	conn, err := db.Conn(ctx)
+// tightFloor is the median of count bare transactions inserting bytes, on
+// a fresh database at path, timed in a loop of their own.
+func tightFloor(path, mode string, bytes, count int) (float64, error) {
+	p, err := openProbe(path, mode, bytes)
 	if err != nil {
 		return 0, err
 	}
-	defer conn.Close()
-	samples := make([]float64, 0, count)
-	err = conn.Raw(func(dc any) error {
-		c, ok := dc.(*sqlite3.SQLiteConn)
-		if !ok {
-			return fmt.Errorf("driver connection %T", dc)
+	defer p.close()
+	for range count {
+		if err := p.sample(1); err != nil {
+			return 0, err
 		}
-		var st [3]driver.StmtExecContext
-		for i, q := range []string{`BEGIN IMMEDIATE`, `INSERT INTO t (data) VALUES (?)`, `COMMIT`} {
-			s, err := c.Prepare(q)
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			st[i] = s.(driver.StmtExecContext)
-		}
-		args := []driver.NamedValue{{Ordinal: 1, Value: payload}}
-		for i := 0; i < count; i++ {
-			t0 := time.Now()
-			if _, err := st[0].ExecContext(ctx, nil); err != nil {
-				return err
-			}
-			if _, err := st[1].ExecContext(ctx, args); err != nil {
-				return err
-			}
-			if _, err := st[2].ExecContext(ctx, nil); err != nil {
-				return err
-			}
-			samples = append(samples, float64(time.Since(t0).Nanoseconds())/1e3)
-		}
-		return nil
-	})
-	return percentile(samples, 0.5), err
+	}
+	return p.median(), nil
 }
 
 // floorSQL times count inserts as database/sql transactions.

@@ -27,10 +27,14 @@ func TestSmallWorkload(t *testing.T) {
 		if r.Checkpoint && (r.BytesPerStep <= 0 || r.ReplayMS <= 0 || r.LoadLatestMS <= 0 || r.ConversationBytes <= 0 || r.FloorTurnUS <= 0) {
 			t.Errorf("checkpointed row lacks store figures: %+v", r)
 		}
-		if r.Checkpoint && r.FloorRatio != r.TurnMedianUS/r.FloorTurnUS {
-			t.Errorf("floor ratio %v, want %v / %v", r.FloorRatio, r.TurnMedianUS, r.FloorTurnUS)
+		if r.Checkpoint && (r.FloorRatio != r.TurnMedianUS/r.FloorTurnUS || r.TightFloorRatio != r.TurnMedianUS/r.TightFloorTurnUS) {
+			t.Errorf("floor ratios %v, %v; want %v / %v, / %v", r.FloorRatio, r.TightFloorRatio, r.TurnMedianUS, r.FloorTurnUS, r.TightFloorTurnUS)
 		}
-		if !r.Checkpoint && (r.FloorTurnUS != 0 || r.FloorRatio != 0) {
+		// The interleaved floor's inserts are sized by the warm-up run.
+		if r.Checkpoint && (r.FloorBytes < 400 || r.FloorBytes > 2000 || r.TightFloorTurnUS <= 0) {
+			t.Errorf("floor bytes %d, tight floor %v", r.FloorBytes, r.TightFloorTurnUS)
+		}
+		if !r.Checkpoint && (r.FloorTurnUS != 0 || r.FloorRatio != 0 || r.FloorBytes != 0 || r.TightFloorTurnUS != 0) {
 			t.Errorf("a row without checkpoints has a floor: %+v", r)
 		}
 	}
@@ -76,5 +80,16 @@ func BenchmarkReplay1000(b *testing.B) {
 		if err != nil || rep.Diverged != nil {
 			b.Fatal(fmt.Sprint(rep.Diverged), err)
 		}
+	}
+}
+
+// BenchmarkTurnNoStore is BenchmarkTurn without checkpoints: the
+// orchestration alone (core, runner, the workload's model and tool).
+func BenchmarkTurnNoStore(b *testing.B) {
+	m := &model{n: b.N}
+	b.ResetTimer()
+	out, err := shell.NewRunner(nullStore{}, nil).Start(context.Background(), agent(b.N, m), "go")
+	if err != nil || out.Status != store.StatusCompleted {
+		b.Fatal(out, err)
 	}
 }

@@ -16,16 +16,47 @@ var echoOutput = strings.Repeat("stepwise-bench ", 13) + "echo"
 
 // model answers model call k (1-based) with one echo call while k <= n,
 // then with the final answer. It timestamps every call: a turn is the time
-// between two model calls (model call, tool call, both checkpointed).
+// between two model calls (model call, tool call, both checkpointed), less
+// what the bench itself does at the first: sample the heap, and time the
+// floor (probe).
 type model struct {
 	n     int
-	calls []time.Time
+	calls []span
 	heap  heapSampler
+	probe *probe
+}
+
+// span is when the model was called, and when the bench's own work at
+// that call ended.
+type span struct{ start, sampled time.Time }
+
+// overhead is the time the bench's own work at the model calls took.
+func (m *model) overhead() time.Duration {
+	var d time.Duration
+	for _, c := range m.calls {
+		d += c.sampled.Sub(c.start)
+	}
+	return d
+}
+
+// turns are the turns' times in µs.
+func (m *model) turns() []float64 {
+	var out []float64
+	for i := 1; i < len(m.calls); i++ {
+		out = append(out, float64(m.calls[i].start.Sub(m.calls[i-1].sampled).Nanoseconds())/1e3)
+	}
+	return out
 }
 
 func (m *model) Complete(_ context.Context, req shell.ModelRequest) (core.ModelReply, error) {
-	m.calls = append(m.calls, time.Now())
+	start := time.Now()
 	m.heap.sample()
+	if m.probe != nil {
+		if err := m.probe.sample(2); err != nil { // a turn's two checkpoints' worth
+			return core.ModelReply{}, err
+		}
+	}
+	m.calls = append(m.calls, span{start, time.Now()})
 	if req.Call > m.n {
 		return core.ModelReply{Text: fmt.Sprintf("done after %d turns", m.n)}, nil
 	}
