@@ -179,9 +179,7 @@ func (tx *wtx) insertStep(r *stepRow, rk int64) error {
 	return tx.hot(func(h *hotStmts) error { return h.insertStep(r, rk) })
 }
 
-// insertStep inserts a step row, setting its checksum. It runs the insert
-// as a query: the driver then binds the arguments and steps the statement
-// in one call into C, rather than one call per argument.
+// insertStep inserts a step row, setting its checksum.
 func (h *hotStmts) insertStep(r *stepRow, rk int64) error {
 	r.sum = stepSum(rk, r)
 	h.args = append(h.args[:0],
@@ -198,15 +196,7 @@ func (h *hotStmts) insertStep(r *stepRow, rk int64) error {
 		driver.NamedValue{Ordinal: 11, Value: r.sum},
 	)
 	defer clear(h.args) // the blobs are the caller's
-	st, err := h.stmt(hotInsertStep)
-	if err != nil {
-		return err
-	}
-	rows, err := st.QueryContext(context.Background(), h.args)
-	if err != nil {
-		return err
-	}
-	return rows.Close()
+	return h.query(hotInsertStep, h.args...)
 }
 
 // The statements every checkpoint runs.
@@ -239,6 +229,21 @@ func (h *hotStmts) exec(i int, args ...driver.NamedValue) error {
 	}
 	_, err = st.ExecContext(context.Background(), args)
 	return err
+}
+
+// query runs hot statement i with args as a query, which makes the driver
+// bind the arguments and step the statement in one call into C, not one
+// call per argument: faster for a statement with many arguments.
+func (h *hotStmts) query(i int, args ...driver.NamedValue) error {
+	st, err := h.stmt(i)
+	if err != nil {
+		return err
+	}
+	rows, err := st.QueryContext(context.Background(), args)
+	if err != nil {
+		return err
+	}
+	return rows.Close()
 }
 
 // stmt returns hot statement i, prepared when first used.

@@ -241,7 +241,9 @@ func label(mode string) string {
 func runOnce(dir string, n int, mode string, floorBytes int) (Row, core.State, error) {
 	ctx := context.Background()
 	row := Row{N: n, Sync: mode, Checkpoint: mode != ""}
-	m := &model{n: n}
+	// The bench's own records are allocated before the heap's baseline is
+	// taken, so that the run's heap figures leave them out.
+	m := &model{n: n, calls: make([]span, 0, n+2)}
 	ag := agent(n, m)
 	path := filepath.Join(dir, fmt.Sprintf("run-%d-%s.db", n, strings.ToLower(label(mode))))
 	if mode != "" && floorBytes > 0 {
@@ -251,6 +253,7 @@ func runOnce(dir string, n int, mode string, floorBytes int) (Row, core.State, e
 		}
 		defer p.close()
 		p.io = openIOCounter()
+		p.samples = make([]float64, 0, n+2)
 		m.probe = p
 		row.FloorBytes = floorBytes
 	}
