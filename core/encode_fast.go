@@ -3,7 +3,6 @@ package core
 import (
 	"encoding/binary"
 	"math"
-	"slices"
 )
 
 // Hand-written encoders for the types on the checkpoint path. Each appends
@@ -471,5 +470,5 @@ func encodeResultFast(dst []byte, kind string, r Result) ([]byte, bool) {
 // body whose fields take about fieldsSize bytes.
 func startEnvelope(dst []byte, kind string, fieldsSize int) []byte {
 	const heads = 1 + 1 + 1 // the envelope's map head, key 2, the body's map head
-	return appendEnvelope(slices.Grow(dst, heads+textSize(kind)+fieldsSize), kind)
+	return appendEnvelope(grow(dst, heads+textSize(kind)+fieldsSize), kind)
 }

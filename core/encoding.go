@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/fxamacker/cbor/v2"
 )
@@ -59,7 +58,18 @@ func EncodeState(st State) ([]byte, error) {
 
 // AppendState appends EncodeState's bytes for st to dst.
 func AppendState(dst []byte, st State) []byte {
-	return appendState(slices.Grow(dst, stateSize(&st)), &st)
+	return appendState(grow(dst, stateSize(&st)), &st)
+}
+
+// grow returns dst with room for n more bytes, in one allocation when it
+// needs one (slices.Grow takes two under the race detector).
+func grow(dst []byte, n int) []byte {
+	if cap(dst)-len(dst) >= n {
+		return dst
+	}
+	out := make([]byte, len(dst), len(dst)+n)
+	copy(out, dst)
+	return out
 }
 
 // DecodeState decodes a state written by EncodeState. It fails with
