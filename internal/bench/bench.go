@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	// the floor uses the same driver as the store
 	"github.com/stepwise-agent/stepwise/core"
 	"github.com/stepwise-agent/stepwise/shell"
 	"github.com/stepwise-agent/stepwise/store"
