@@ -1,13 +1,11 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/mattn/go-sqlite3" // the floor uses the same driver as the store
@@ -25,8 +23,9 @@ type probe struct {
 	stmts   [3]*sqlite3.SQLiteStmt
 	args    []driver.NamedValue
 	samples []float64
-	// io, when set, reads what the process has written; written is then
-	// what the probe's samples wrote, for the run's figures to leave out.
+	// io, when set, reads what the process has written (the run's
+	// counter); written is then what the probe's samples wrote, for the
+	// run's figures to leave out.
 	io      *ioCounter
 	written int64
 }
@@ -125,52 +124,5 @@ func (p *probe) close() error {
 	if p.conn != nil {
 		errs = append(errs, p.conn.Close())
 	}
-	if p.io != nil {
-		errs = append(errs, p.io.close())
-	}
 	return errors.Join(append(errs, p.db.Close())...)
-}
-
-// ioCounter reads the bytes the process has written to files (Linux's
-// wchar) without allocating, so that reading it leaves the heap figures
-// alone. Elsewhere it reads 0.
-type ioCounter struct {
-	f   *os.File
-	buf [1024]byte
-}
-
-func openIOCounter() *ioCounter {
-	f, err := os.Open("/proc/self/io")
-	if err != nil {
-		return &ioCounter{}
-	}
-	return &ioCounter{f: f}
-}
-
-func (c *ioCounter) written() int64 {
-	if c.f == nil {
-		return 0
-	}
-	n, _ := c.f.ReadAt(c.buf[:], 0)
-	b := c.buf[:n]
-	const key = "wchar: "
-	i := bytes.Index(b, []byte(key))
-	if i < 0 {
-		return 0
-	}
-	var v int64
-	for _, d := range b[i+len(key):] {
-		if d < '0' || d > '9' {
-			break
-		}
-		v = v*10 + int64(d-'0')
-	}
-	return v
-}
-
-func (c *ioCounter) close() error {
-	if c.f == nil {
-		return nil
-	}
-	return c.f.Close()
 }
