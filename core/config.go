@@ -100,6 +100,10 @@ type Policy struct {
 	RejectUnknownArgs bool `json:"reject_unknown_args,omitempty"`
 	// NoCorrections is true when MaxCorrections is meant to be zero.
 	NoCorrections bool `json:"no_corrections,omitempty"`
+	// ErrorPrefix is put in front of a failed call's error text in what the
+	// model reads (for example "error: "). Empty by default: the model reads
+	// the tool's error text exactly as the tool gave it.
+	ErrorPrefix string `json:"error_prefix,omitempty"`
 }
 
 // DefaultLimits are the limits used where a Config leaves one at zero.

@@ -151,6 +151,9 @@ func DescribeMessage(m Message) string {
 	if m.CallID != "" {
 		s += "(" + m.CallID + ")"
 	}
+	if m.IsError {
+		s += " error"
+	}
 	s += ": " + quote(m.Content)
 	for _, c := range m.Calls {
 		s += fmt.Sprintf(" call(%s %s %s)", c.ID, c.Name, clip(string(c.Args)))

@@ -152,6 +152,9 @@ func appendMessage(dst []byte, m *Message) []byte {
 	if m.Name != "" {
 		dst = appendText(f.key(dst, 5), m.Name)
 	}
+	if m.IsError {
+		dst = appendBool(f.key(dst, 6), true)
+	}
 	return f.close(dst)
 }
 

@@ -283,7 +283,7 @@ var fastFields = map[reflect.Type][]string{
 	reflect.TypeFor[Message](): {
 		"Role core.Role `1,keyasint,omitempty`", "Content string `2,keyasint,omitempty`",
 		"Calls []core.ToolCall `3,keyasint,omitempty`", "CallID string `4,keyasint,omitempty`",
-		"Name string `5,keyasint,omitempty`",
+		"Name string `5,keyasint,omitempty`", "IsError bool `6,keyasint,omitempty`",
 	},
 	reflect.TypeFor[ToolCall](): {
 		"ID string `1,keyasint,omitempty`", "Name string `2,keyasint,omitempty`",
@@ -291,7 +291,7 @@ var fastFields = map[reflect.Type][]string{
 	},
 	reflect.TypeFor[ToolResult](): {
 		"CallID string `1,keyasint,omitempty`", "Output string `2,keyasint,omitempty`",
-		"Error string `3,keyasint,omitempty`", "Sources []string `4,keyasint,omitempty`",
+		"Error string `3,keyasint,omitempty`", "Sources []string `4,keyasint,omitempty`", "Transient bool `-`",
 	},
 	reflect.TypeFor[Request](): {"Input string `1,keyasint,omitempty`"},
 	reflect.TypeFor[Pending](): {

@@ -89,6 +89,7 @@ func genMessage(text *rapid.Generator[string]) *rapid.Generator[Message] {
 			Calls:   genList(genToolCall(text)).Draw(t, "calls"),
 			CallID:  text.Draw(t, "call-id"),
 			Name:    text.Draw(t, "name"),
+			IsError: rapid.Bool().Draw(t, "is-error"),
 		}
 	})
 }

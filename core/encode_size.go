@@ -48,7 +48,7 @@ func messagesSize(msgs []Message) int {
 	n := listField
 	for i := range msgs {
 		m := &msgs[i]
-		n += 1 + textSize(string(m.Role)) + textSize(m.Content) + textSize(m.CallID) + textSize(m.Name)
+		n += 1 + textSize(string(m.Role)) + textSize(m.Content) + textSize(m.CallID) + textSize(m.Name) + boolField
 		if len(m.Calls) > 0 {
 			n += callsSize(m.Calls)
 		}

@@ -83,7 +83,8 @@ func TestNativeRunWithInternalAndExternalCalls(t *testing.T) {
 	a = mustStep(t, cfg, st)
 	m = a.(RequestModelCall)
 	tail := m.Messages[len(m.Messages)-3:]
-	for i, want := range []string{"c1:approved", "c2:error: boom", "c3:y-result"} {
+	// The tool's error text reaches the model verbatim, nothing put in front.
+	for i, want := range []string{"c1:approved", "c2:boom", "c3:y-result"} {
 		got := tail[i].CallID + ":" + tail[i].Content
 		if tail[i].Role != RoleTool || got != want {
 			t.Errorf("tool message %d = %s, want %s", i, DescribeMessage(tail[i]), want)
@@ -299,5 +300,42 @@ func TestInvalidUTF8FromToolsIsCleaned(t *testing.T) {
 	}
 	if got := back.Messages[len(back.Messages)-1].Content; got != "bin\x00\uFFFD(" {
 		t.Fatalf("output = %q", got)
+	}
+}
+
+// TestToolErrorReachesTheModelVerbatim: a failed call's error text is what
+// the model reads, exactly; the state still records the failure (a tool
+// message whose call failed, in the turn's results until the turn ends);
+// Policy.ErrorPrefix puts a prefix in front when an agent wants one.
+func TestToolErrorReachesTheModelVerbatim(t *testing.T) {
+	for _, tc := range []struct {
+		format Format
+		prefix string
+		want   string
+	}{
+		{FormatNative, "", "card declined"},
+		{FormatNative, "error: ", "error: card declined"},
+		{FormatXML, "", "<tool_result name=\"search\" tag=\"c1\">\ncard declined\n</tool_result>"},
+		{FormatXML, "ERROR ", "<tool_result name=\"search\" tag=\"c1\">\nERROR card declined\n</tool_result>"},
+	} {
+		cfg := testConfig()
+		cfg.Format, cfg.Policy.ErrorPrefix = tc.format, tc.prefix
+		st := mustStart(t, cfg, "q")
+		a := mustStep(t, cfg, st)
+		reply := ModelReply{Calls: []NativeCall{{ID: "c1", Name: "search", Arguments: `{"query":"x"}`}}}
+		if tc.format == FormatXML {
+			reply = ModelReply{Text: `<tool name="search" tag="c1">{"query": "x"}</tool>`}
+		}
+		st = mustResume(t, cfg, a.Next(), reply)
+		a = mustStep(t, cfg, st)
+		withErr := mustResume(t, cfg, a.Next(), ToolResults{Results: []ToolResult{{CallID: "c1", Error: "card declined"}}})
+		last := withErr.Messages[len(withErr.Messages)-1]
+		if last.Content != tc.want {
+			t.Errorf("%s prefix %q: the model reads %q, want %q", tc.format, tc.prefix, last.Content, tc.want)
+		}
+		// The state records the failure: a native tool message is marked.
+		if tc.format == FormatNative && (!last.IsError || last.Role != RoleTool) {
+			t.Errorf("the tool message does not record the failure: %s", DescribeMessage(last))
+		}
 	}
 }

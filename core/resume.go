@@ -146,19 +146,31 @@ func finishTurn(cfg Config, st State) State {
 	turn := st.Turn
 	st.Turn = nil
 	st.Phase = PhaseModel
+	results := turn.Results
+	if prefix := cfg.Policy.ErrorPrefix; prefix != "" {
+		results = make([]ToolResult, len(turn.Results))
+		for i, r := range turn.Results {
+			if r.Failed() {
+				r.Error = prefix + r.Error
+			}
+			results[i] = r
+		}
+	}
 	if turn.Native {
 		msgs := make([]Message, len(turn.Calls))
 		for i, c := range turn.Calls {
-			msgs[i] = Message{Role: RoleTool, CallID: c.ID, Name: c.Name, Content: resultText(turn.Results[i])}
+			msgs[i] = Message{Role: RoleTool, CallID: c.ID, Name: c.Name, Content: resultText(results[i]), IsError: results[i].Failed()}
 		}
 		return appendMessages(st, msgs...)
 	}
-	return appendMessages(st, Message{Role: RoleUser, Content: RenderResults(cfg.format(), turn.Calls, turn.Results)})
+	return appendMessages(st, Message{Role: RoleUser, Content: RenderResults(cfg.format(), turn.Calls, results)})
 }
 
+// resultText is what the model reads for a call: its output, or its error
+// text exactly as the tool gave it (the state still records that it failed).
 func resultText(r ToolResult) string {
 	if r.Failed() {
-		return "error: " + r.Error
+		return r.Error
 	}
 	return r.Output
 }

@@ -5,6 +5,12 @@ import (
 	"unicode/utf8"
 )
 
+// Sanitize returns res with every string made valid UTF-8 (invalid bytes
+// become U+FFFD). Resume sanitizes what it folds in; a shell that stores a
+// result next to the state it led to stores Sanitize(res), so the stored
+// result is the one the core saw and decodes again.
+func Sanitize(res Result) Result { return sanitize(res) }
+
 // sanitize makes every string of a result valid UTF-8 (invalid bytes become
 // U+FFFD), so any state the core builds can be encoded and decoded: a tool
 // may print binary, and the strict decoder rejects invalid UTF-8.

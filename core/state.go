@@ -53,6 +53,9 @@ type Message struct {
 	// CallID and Name identify the call a tool message answers.
 	CallID string `cbor:"4,keyasint,omitempty" json:"call_id,omitempty"`
 	Name   string `cbor:"5,keyasint,omitempty" json:"name,omitempty"`
+	// IsError marks a tool message whose call failed: Content is the
+	// tool's error text, verbatim.
+	IsError bool `cbor:"6,keyasint,omitempty" json:"is_error,omitempty"`
 }
 
 // ToolCall is a call the model asked for. Args is canonical JSON (sorted keys,

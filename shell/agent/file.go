@@ -41,10 +41,11 @@ type Limits struct {
 
 // Policy mirrors core.Policy.
 type Policy struct {
-	Parallel          bool `toml:"parallel"`
-	StopOnError       bool `toml:"stop_on_error"`
-	RejectUnknownArgs bool `toml:"reject_unknown_args"`
-	NoCorrections     bool `toml:"no_corrections"`
+	Parallel          bool   `toml:"parallel"`
+	StopOnError       bool   `toml:"stop_on_error"`
+	RejectUnknownArgs bool   `toml:"reject_unknown_args"`
+	NoCorrections     bool   `toml:"no_corrections"`
+	ErrorPrefix       string `toml:"error_prefix"`
 }
 
 // Memory mirrors core.Memory.
