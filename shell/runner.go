@@ -25,6 +25,14 @@ type Agent struct {
 	Tools map[string]Tool
 	// ToolTimeouts overrides Options.ToolTimeout per tool name.
 	ToolTimeouts map[string]time.Duration
+	// ToolRetry overrides DefaultToolRetry per tool name. Only idempotent
+	// tools are retried.
+	ToolRetry map[string]RetryPolicy
+	// Secrets are the values the agent names as secret: they never reach
+	// the store, an export, a log or the model (see Secret).
+	Secrets []Secret
+	// InDoubt is the policy for in-doubt calls (empty: InDoubtUnknown).
+	InDoubt InDoubtPolicy
 	// Source is what the run records to rebuild the agent later (for
 	// example the agent file's text); stored with the run as is.
 	Source []byte
