@@ -2,6 +2,7 @@ package shell
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -11,17 +12,19 @@ import (
 )
 
 // drive runs the loop: Step, checkpoint, perform, Resume, until the run ends,
-// pauses, or ctx ends.
-func (r *Runner) drive(ctx context.Context, ag *Agent, cur *cursor) (Outcome, error) {
-	runCtx := ctx
+// pauses, stalls, or ctx ends. hctx is ctx, also cancelled when the lease
+// h holds is lost; every write is fenced by h's lease.
+func (r *Runner) drive(ctx, hctx context.Context, ag *Agent, cur *cursor, h *holding) (Outcome, error) {
+	runCtx := hctx
 	if r.opts.RunTimeout > 0 {
 		var cancel context.CancelFunc
-		runCtx, cancel = context.WithTimeout(ctx, r.opts.RunTimeout)
+		runCtx, cancel = context.WithTimeout(hctx, r.opts.RunTimeout)
 		defer cancel()
 	}
 	cfg := ag.Config
+	x := NewRedactor(ag.Secrets)
 	// Checkpoints run to their end whatever ctx does: a request is durable
-	// before it is made, or not made.
+	// before it is made, or not made. (The lease still fences them.)
 	durable := context.WithoutCancel(ctx)
 	for {
 		// A state that came from Resume (or the first state of a run) is new;
@@ -34,8 +37,8 @@ func (r *Runner) drive(ctx context.Context, ag *Agent, cur *cursor) (Outcome, er
 		if fresh {
 			// Persist before acting: the request is durable before it is made.
 			cp := store.Checkpoint{Seq: cur.seq + 1, Result: cur.result, Action: a}
-			if err := r.store.Checkpoint(durable, cur.id, cp); err != nil {
-				return Outcome{}, fmt.Errorf("run %s: checkpoint step %d: %w", cur.id, cp.Seq, err)
+			if err := r.store.Checkpoint(durable, h.lease(), cp); err != nil {
+				return Outcome{}, r.lostOr(h, fmt.Errorf("run %s: checkpoint step %d: %w", cur.id, cp.Seq, err))
 			}
 			cur.seq, cur.result = cp.Seq, nil
 		}
@@ -50,13 +53,16 @@ func (r *Runner) drive(ctx context.Context, ag *Agent, cur *cursor) (Outcome, er
 			r.emit(func() Event {
 				return Event{RunID: cur.id, Seq: cur.seq, Kind: "fail", Text: fmt.Sprintf("%s: %s", a.Code, a.Reason)}
 			})
+			if a.Code == core.FailCancelled {
+				return r.outcome(cur, store.StatusCancelled), nil
+			}
 			return r.outcome(cur, store.StatusFailed), nil
 		case core.RequestExternalToolCalls:
 			if !fresh {
 				// A pause re-issued from a stored state (a fork taken at a
 				// pause) has no new checkpoint to set the status.
-				if err := r.store.SetStatus(context.WithoutCancel(ctx), cur.id, store.StatusAwaitingToolResults, ""); err != nil {
-					return Outcome{}, fmt.Errorf("run %s: mark awaiting tool results: %w", cur.id, err)
+				if err := r.store.SetStatus(durable, h.lease(), store.StatusChange{Status: store.StatusAwaitingToolResults}); err != nil {
+					return Outcome{}, r.lostOr(h, fmt.Errorf("run %s: mark awaiting tool results: %w", cur.id, err))
 				}
 			}
 			r.emit(func() Event { return Event{RunID: cur.id, Seq: cur.seq, Kind: "external", Text: callNames(a.Calls)} })
@@ -64,21 +70,34 @@ func (r *Runner) drive(ctx context.Context, ag *Agent, cur *cursor) (Outcome, er
 			out.Pending = a.Calls
 			return out, nil
 		case core.RequestModelCall:
-			res, err = r.callModel(runCtx, ag, cur, a)
+			if err = h.ensure(); err == nil {
+				res, err = r.callModel(runCtx, ag, cur, a, x)
+			}
 		case core.RequestToolCalls:
 			// Only a request reloaded from a checkpoint can have journaled calls.
-			res, err = r.runTools(runCtx, ag, cur, a, !fresh)
+			res, err = r.runTools(runCtx, ag, cur, a, !fresh, h)
 		case core.RequestMemorySearch, core.RequestMemoryCreate, core.RequestMemoryTraverse:
-			res, err = r.memory(runCtx, cur, a)
+			if err = h.ensure(); err == nil {
+				res, err = r.memory(runCtx, cur, a)
+				if res != nil {
+					res = x.Result(core.Sanitize(res))
+				}
+			}
 		default:
 			return Outcome{}, fmt.Errorf("run %s: unknown action %T", cur.id, a)
 		}
 		if err != nil {
+			if lost := h.lost(); lost != nil || errors.Is(err, store.ErrLeaseLost) {
+				return Outcome{}, r.lostOr(h, fmt.Errorf("run %s step %d: %w", cur.id, cur.seq, err))
+			}
+			if stall, ok := errors.AsType[*stallError](err); ok {
+				return r.stall(durable, cur, h, x, stall)
+			}
 			if ctx.Err() != nil {
-				return r.interrupt(cur, ctx.Err())
+				return r.interrupt(durable, cur, h, context.Cause(ctx))
 			}
 			if runCtx.Err() != nil {
-				// The run's own deadline passed: it fails, it is not resumable.
+				// The run's own deadline passed: it is cancelled, not resumable.
 				res = core.Cancelled{Reason: fmt.Sprintf("the run's deadline of %s passed", r.opts.RunTimeout)}
 			} else {
 				return Outcome{}, fmt.Errorf("run %s step %d: %w", cur.id, cur.seq, err)
@@ -92,23 +111,54 @@ func (r *Runner) drive(ctx context.Context, ag *Agent, cur *cursor) (Outcome, er
 	}
 }
 
+// stallError stops a drive whose request failed transiently past its
+// retry policy: the run stalls, resumable.
+type stallError struct {
+	reason  string
+	retryAt time.Time
+}
+
+func (e *stallError) Error() string { return "stalled: " + e.reason }
+
+// stall marks the run stalled; its last checkpoint stays the pending
+// request, so Resume performs it again.
+func (r *Runner) stall(ctx context.Context, cur *cursor, h *holding, x Redactor, e *stallError) (Outcome, error) {
+	reason := x.String(e.reason)
+	if err := r.store.SetStatus(ctx, h.lease(), store.StatusChange{Status: store.StatusStalled, Reason: reason, RetryAt: e.retryAt}); err != nil {
+		return Outcome{}, r.lostOr(h, fmt.Errorf("run %s: mark stalled: %w", cur.id, err))
+	}
+	r.emit(func() Event { return Event{RunID: cur.id, Seq: cur.seq, Kind: "stalled", Text: reason} })
+	out := r.outcome(cur, store.StatusStalled)
+	out.Reason, out.RetryAt = reason, e.retryAt
+	return out, nil
+}
+
 // interrupt marks the run interrupted; its last checkpoint stays the pending
 // request, so Resume performs it again.
-func (r *Runner) interrupt(cur *cursor, cause error) (Outcome, error) {
-	if err := r.store.SetStatus(context.Background(), cur.id, store.StatusInterrupted, cause.Error()); err != nil {
-		return Outcome{}, fmt.Errorf("run %s: mark interrupted: %w", cur.id, err)
+func (r *Runner) interrupt(ctx context.Context, cur *cursor, h *holding, cause error) (Outcome, error) {
+	reason := "interrupted"
+	if cause != nil && !errors.Is(cause, context.Canceled) {
+		reason = cause.Error()
 	}
-	r.emit(func() Event { return Event{RunID: cur.id, Seq: cur.seq, Kind: "interrupted", Text: cause.Error()} })
+	if err := r.store.SetStatus(ctx, h.lease(), store.StatusChange{Status: store.StatusInterrupted, Reason: reason}); err != nil {
+		return Outcome{}, r.lostOr(h, fmt.Errorf("run %s: mark interrupted: %w", cur.id, err))
+	}
+	r.emit(func() Event { return Event{RunID: cur.id, Seq: cur.seq, Kind: "interrupted", Text: reason} })
 	out := r.outcome(cur, store.StatusInterrupted)
+	out.Reason = reason
 	return out, nil
 }
 
 func (r *Runner) outcome(cur *cursor, status store.Status) Outcome {
 	st := cur.st
-	return Outcome{RunID: cur.id, Status: status, Answer: st.Answer, Failure: st.Failure, ToolsUsed: st.ToolsUsed, Sources: st.Sources, Steps: cur.seq}
+	return Outcome{RunID: cur.id, Status: status, Answer: st.Answer, Failure: st.Failure, ToolsUsed: st.ToolsUsed, Sources: st.Sources,
+		Steps: cur.seq, InDoubt: cur.inDoubt}
 }
 
-func (r *Runner) callModel(ctx context.Context, ag *Agent, cur *cursor, a core.RequestModelCall) (core.Result, error) {
+// callModel performs a model call. The provider retries transient failures
+// by its policy; when it gives up on one, the run stalls; a permanent
+// failure is data, and the run fails.
+func (r *Runner) callModel(ctx context.Context, ag *Agent, cur *cursor, a core.RequestModelCall, x Redactor) (core.Result, error) {
 	p := ag.Models[a.Role]
 	if p == nil {
 		return nil, fmt.Errorf("%w %s", ErrNoProvider, a.Role)
@@ -119,9 +169,17 @@ func (r *Runner) callModel(ctx context.Context, ag *Agent, cur *cursor, a core.R
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		// The provider gave up: the model's failure is data, the run fails.
+		if !errors.Is(err, ErrModelPermanent) {
+			e := &stallError{reason: fmt.Sprintf("the %s model is unavailable: %v", a.Role, err)}
+			if te, ok := errors.AsType[*TransientError](err); ok && te.RetryAfter > 0 {
+				e.retryAt = time.Now().Add(te.RetryAfter)
+			}
+			return nil, e
+		}
+		// The provider gave up for good: the model's failure is data, the run fails.
 		reply = core.ModelReply{Error: err.Error()}
 	}
+	reply = x.Result(core.Sanitize(reply)).(core.ModelReply)
 	r.emit(func() Event {
 		return Event{RunID: cur.id, Seq: cur.seq, Kind: "model", Text: describeReply(a.Role, reply), Duration: time.Since(start), Usage: reply.Usage}
 	})

@@ -32,10 +32,25 @@ type ReplayReport struct {
 // errStop ends the iteration over steps at the first divergence.
 var errStop = errors.New("stop")
 
+// ConfigFrom is an agent change of a recorded run: from the step after Seq
+// on, the core follows Config.
+type ConfigFrom struct {
+	Seq    int
+	Config core.Config
+}
+
 // Replay re-drives the core over a recorded run with cfg, feeding it the
 // recorded results, without calling any model or tool, and compares every
 // action (and its continuation state) with the recording, byte for byte.
 func Replay(ctx context.Context, st Store, runID string, cfg core.Config) (ReplayReport, error) {
+	return ReplayChanges(ctx, st, runID, cfg, nil)
+}
+
+// ReplayChanges is Replay of a run whose agent changed while it ran: cfg
+// drives it from its start, and each change from the step after its Seq
+// on (store.AgentChanges, in order).
+func ReplayChanges(ctx context.Context, st Store, runID string, cfg core.Config, changes []ConfigFrom) (ReplayReport, error) {
+	start := cfg
 	rep := ReplayReport{RunID: runID}
 	info, err := st.Run(ctx, runID)
 	if err != nil {
@@ -59,6 +74,12 @@ func Replay(ctx context.Context, st Store, runID string, cfg core.Config) (Repla
 			return nil
 		}
 		rep.Steps++
+		cfg = start
+		for _, ch := range changes {
+			if ch.Seq < rec.Seq {
+				cfg = ch.Config
+			}
+		}
 		diverge := func(replayed string) error {
 			rep.Diverged = &Divergence{Seq: rec.Seq, Recorded: core.DescribeAction(rec.Action), Replayed: replayed}
 			return errStop

@@ -1,10 +1,10 @@
 package shell
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/base32"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -45,7 +45,8 @@ type Agent struct {
 type Options struct {
 	// ToolTimeout bounds one tool call (default 30s).
 	ToolTimeout time.Duration
-	// RunTimeout bounds a whole run; when it passes the run fails (0: none).
+	// RunTimeout bounds a whole run; when it passes the run is cancelled
+	// (0: none).
 	RunTimeout time.Duration
 	// MaxToolOutput caps a tool's output in bytes before it reaches the core
 	// (default 1 MiB); the core then truncates further for the model.
@@ -54,6 +55,15 @@ type Options struct {
 	NewID func() string
 	// Observer, when set, is told about every step as it happens.
 	Observer Observer
+	// Owner names this runner as the holder of the runs it drives
+	// (default NewOwner(): host, pid and a random nonce).
+	Owner string
+	// LeaseTTL is how long a run's lease lasts unless renewed (default
+	// DefaultLeaseTTL); the runner renews it every third of that.
+	LeaseTTL time.Duration
+	// Wait is how long Resume, Submit and Fork wait for a run that another
+	// live driver holds; 0 refuses at once with ErrBusy.
+	Wait time.Duration
 }
 
 // Observer receives progress events; it must not block for long.
@@ -63,9 +73,11 @@ type Observer interface {
 
 // Event is one thing that happened in a run, for progress output.
 type Event struct {
-	RunID    string
-	Seq      int
-	Kind     string // "model", "tools", "tool", "external", "memory", "complete", "fail", "interrupted"
+	RunID string
+	Seq   int
+	// Kind is "model", "tools", "tool", "external", "memory", "complete",
+	// "fail", "interrupted", "stalled", "retry" or "in_doubt".
+	Kind     string
 	Text     string
 	Duration time.Duration
 	Usage    core.Usage
@@ -93,6 +105,12 @@ func NewRunner(st Store, opts *Options) *Runner {
 	if r.opts.NewID == nil {
 		r.opts.NewID = newRunID
 	}
+	if r.opts.Owner == "" {
+		r.opts.Owner = NewOwner()
+	}
+	if r.opts.LeaseTTL <= 0 {
+		r.opts.LeaseTTL = DefaultLeaseTTL
+	}
 	return r
 }
 
@@ -108,6 +126,28 @@ type Outcome struct {
 	Pending []core.ToolCall
 	// Steps is the number of checkpointed steps.
 	Steps int
+	// Reason says why an interrupted or stalled run stopped.
+	Reason string
+	// RetryAt is when a stalled run may be tried again (zero: at once).
+	RetryAt time.Time
+	// InDoubt lists the non-idempotent calls this drive found in flight
+	// from an earlier one (an intent without an outcome), and what became
+	// of them.
+	InDoubt []InDoubtCall
+}
+
+// InDoubtCall is a non-idempotent call that was in flight when its run
+// stopped: it may or may not have taken effect.
+type InDoubtCall struct {
+	Call    core.ToolCall
+	Step    int
+	Started time.Time
+	// Resolution is what became of it: "answered" (an operator gave its
+	// outcome), "not_run" (an operator said it did not run, so it ran),
+	// "unknown" (the model was told the outcome is unknown), "rerun" (the
+	// agent's policy ran it again) or "waiting" (the run stalled until an
+	// operator answers it).
+	Resolution string
 }
 
 // Errors the runner returns for requests that do not fit the run.
@@ -118,64 +158,74 @@ var (
 )
 
 // Start creates a run of ag on input and drives it until it completes, fails,
-// pauses for external tools, or ctx ends (then it is marked interrupted).
+// pauses for external tools, stalls, or ctx ends (then it is marked
+// interrupted). The run is created with its lease held by this runner.
 func (r *Runner) Start(ctx context.Context, ag *Agent, input string) (Outcome, error) {
 	if err := r.check(ag); err != nil {
 		return Outcome{}, err
 	}
+	input = NewRedactor(ag.Secrets).String(input)
 	st, err := core.Start(ag.Config, core.Request{Input: input})
 	if err != nil {
 		return Outcome{}, err
 	}
 	id := r.opts.NewID()
-	if err := r.store.CreateRun(ctx, store.NewRun{
+	acquired := time.Now()
+	l, err := r.store.CreateRun(ctx, store.NewRun{
 		ID: id, Agent: ag.Config.Name, ConfigHash: core.ConfigHash(ag.Config),
-		Config: ag.Source, Input: input, Initial: st,
-	}); err != nil {
+		Config: ag.Source, Input: input, Initial: st, Owner: r.opts.Owner, LeaseTTL: r.opts.LeaseTTL,
+	})
+	if err != nil {
 		return Outcome{}, fmt.Errorf("create run: %w", err)
 	}
-	return r.drive(ctx, ag, &cursor{id: id, st: st})
+	return r.driveHeld(ctx, ag, &cursor{id: id, st: st}, l, acquired)
 }
 
-// Resume continues a run that was interrupted or crashed from its last
-// checkpoint. A paused run stays paused (use Submit); an ended run is
-// reported as it ended.
+// Resume continues a run that was interrupted, stalled or crashed from its
+// last checkpoint, once it holds the run's lease (ErrBusy while another
+// live driver holds it; see Options.Wait). A paused run stays paused (use
+// Submit); an ended run is reported as it ended. When ag.Source differs
+// from the agent the run is driven by, the change is recorded with the run
+// (resume --agent).
 func (r *Runner) Resume(ctx context.Context, ag *Agent, runID string) (Outcome, error) {
-	if err := r.check(ag); err != nil {
-		return Outcome{}, err
-	}
-	cur, err := r.load(ctx, runID)
-	if err != nil {
-		return Outcome{}, err
-	}
-	return r.drive(ctx, ag, cur)
+	return r.resume(ctx, ag, runID, nil)
 }
 
-// Submit resumes a run awaiting tool results with the caller's results. They
-// must answer every pending call exactly once; otherwise nothing changes and
-// the error says why.
-func (r *Runner) Submit(ctx context.Context, ag *Agent, runID string, results []core.ToolResult) (Outcome, error) {
+// Submit answers a run: the results of the external calls it is paused
+// for, which must answer every pending call exactly once (otherwise
+// nothing changes and the error says why); or the outcome of in-doubt
+// calls (a result, an error, or NotRun: it did not run, so it runs now).
+// Results for a pause another caller already answered are
+// ErrAlreadyAnswered.
+func (r *Runner) Submit(ctx context.Context, ag *Agent, runID string, ans Answers) (Outcome, error) {
+	return r.resume(ctx, ag, runID, &ans)
+}
+
+func (r *Runner) resume(ctx context.Context, ag *Agent, runID string, ans *Answers) (Outcome, error) {
 	if err := r.check(ag); err != nil {
 		return Outcome{}, err
 	}
-	cur, err := r.load(ctx, runID)
+	acquired := time.Now()
+	l, err := r.acquire(ctx, runID)
 	if err != nil {
 		return Outcome{}, err
 	}
-	if cur.st.Pending == nil || cur.st.Pending.Kind != core.PendingExternal {
-		return Outcome{}, fmt.Errorf("%w (run %s is in phase %s)", ErrNotPaused, runID, cur.st.Phase)
+	h, hctx := r.hold(ctx, l, acquired)
+	defer h.release()
+	cur, err := r.load(hctx, h, ag, runID)
+	if err == nil && ans != nil {
+		err = r.answer(hctx, h, ag, cur, *ans)
 	}
-	next, err := core.Resume(ag.Config, cur.st, core.ToolResults{Results: results})
 	if err != nil {
-		return Outcome{}, fmt.Errorf("results for run %s: %w", runID, err)
+		return Outcome{}, r.lostOr(h, err)
 	}
-	cur.st, cur.result = next, core.ToolResults{Results: results}
-	return r.drive(ctx, ag, cur)
+	return r.drive(ctx, hctx, ag, cur, h)
 }
 
 // Fork starts a new run from the state of runID at step seq. With res, that
 // step's request gets res as its result (a different tool output or model
-// reply); without, the request is performed again, live.
+// reply); without, the request is performed again, live. The fork records
+// ag.Source as its agent (fork --agent).
 func (r *Runner) Fork(ctx context.Context, ag *Agent, runID string, seq int, res core.Result) (Outcome, error) {
 	if err := r.check(ag); err != nil {
 		return Outcome{}, err
@@ -193,6 +243,7 @@ func (r *Runner) Fork(ctx context.Context, ag *Agent, runID string, seq int, res
 	}
 	cur := &cursor{id: r.opts.NewID(), st: rec.State}
 	if res != nil {
+		res = NewRedactor(ag.Secrets).Result(core.Sanitize(res))
 		next, err := core.Resume(ag.Config, rec.State, res)
 		if err != nil {
 			return Outcome{}, fmt.Errorf("fork %s at step %d: %w", runID, seq, err)
@@ -203,13 +254,30 @@ func (r *Runner) Fork(ctx context.Context, ag *Agent, runID string, seq int, res
 	if source == nil {
 		source = info.Config
 	}
-	if err := r.store.CreateRun(ctx, store.NewRun{
+	acquired := time.Now()
+	l, err := r.store.CreateRun(ctx, store.NewRun{
 		ID: cur.id, Agent: ag.Config.Name, ConfigHash: core.ConfigHash(ag.Config), Config: source,
-		Input: info.Input, Initial: rec.State, ParentID: runID, ParentStep: seq,
-	}); err != nil {
+		Input: info.Input, Initial: rec.State, ParentID: runID, ParentStep: seq, Owner: r.opts.Owner, LeaseTTL: r.opts.LeaseTTL,
+	})
+	if err != nil {
 		return Outcome{}, fmt.Errorf("create fork: %w", err)
 	}
-	return r.drive(ctx, ag, cur)
+	return r.driveHeld(ctx, ag, cur, l, acquired)
+}
+
+// driveHeld drives a run whose lease l this runner just took.
+func (r *Runner) driveHeld(ctx context.Context, ag *Agent, cur *cursor, l store.Lease, acquired time.Time) (Outcome, error) {
+	h, hctx := r.hold(ctx, l, acquired)
+	defer h.release()
+	return r.drive(ctx, hctx, ag, cur, h)
+}
+
+// lostOr returns ErrLeaseLost, wrapped, when the lease was lost; else err.
+func (r *Runner) lostOr(h *holding, err error) error {
+	if lost := h.lost(); lost != nil && !errors.Is(err, store.ErrLeaseLost) {
+		return fmt.Errorf("%w (then: %v)", lost, err)
+	}
+	return err
 }
 
 func (r *Runner) check(ag *Agent) error {
@@ -230,6 +298,11 @@ func (r *Runner) check(ag *Agent) error {
 			return fmt.Errorf("tool %q has no implementation", t.Name)
 		}
 	}
+	switch ag.InDoubt {
+	case "", InDoubtUnknown, InDoubtRerun, InDoubtWait:
+	default:
+		return fmt.Errorf("in-doubt policy %q is not one of unknown, rerun, wait", ag.InDoubt)
+	}
 	return nil
 }
 
@@ -240,9 +313,13 @@ type cursor struct {
 	seq    int
 	st     core.State
 	result core.Result
+	// inDoubt collects what became of in-doubt calls, for the Outcome.
+	inDoubt []InDoubtCall
 }
 
-func (r *Runner) load(ctx context.Context, runID string) (*cursor, error) {
+// load reads the run's last checkpoint once this runner holds its lease,
+// records a changed agent, and marks an interrupted or stalled run running.
+func (r *Runner) load(ctx context.Context, h *holding, ag *Agent, runID string) (*cursor, error) {
 	info, err := r.store.Run(ctx, runID)
 	if err != nil {
 		return nil, fmt.Errorf("load run %s: %w", runID, err)
@@ -251,8 +328,17 @@ func (r *Runner) load(ctx context.Context, runID string) (*cursor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load run %s: %w", runID, err)
 	}
-	if info.Status == store.StatusInterrupted {
-		if err := r.store.SetStatus(ctx, runID, store.StatusRunning, ""); err != nil {
+	if info.Status.Ended() {
+		return &cursor{id: runID, seq: rec.Seq, st: rec.State}, nil
+	}
+	if ag.Source != nil && !bytes.Equal(ag.Source, info.Config) {
+		if err := r.store.ChangeAgent(ctx, h.lease(), ag.Source); err != nil {
+			return nil, fmt.Errorf("run %s: record the changed agent: %w", runID, err)
+		}
+	}
+	switch info.Status {
+	case store.StatusInterrupted, store.StatusStalled:
+		if err := r.store.SetStatus(ctx, h.lease(), store.StatusChange{Status: store.StatusRunning}); err != nil {
 			return nil, fmt.Errorf("run %s: mark running: %w", runID, err)
 		}
 	}
@@ -264,48 +350,4 @@ func newRunID() string {
 	_, _ = rand.Read(b[:])
 	ts := time.Now().UTC().Format("20060102-150405")
 	return "r" + ts + "-" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))[:10]
-}
-
-// ParseResults reads external tool results as the CLI and API accept them:
-// a JSON array of {"tool_call_id": ..., "result": ...} or
-// {"tool_call_id": ..., "error": "..."}. A result that is not a string is
-// kept as its JSON text.
-func ParseResults(data []byte) ([]core.ToolResult, error) {
-	var raw []map[string]json.RawMessage
-	if err := json.Unmarshal(data, &raw); err != nil {
-		return nil, fmt.Errorf("results: want a JSON array of {\"tool_call_id\", \"result\" | \"error\"}: %w", err)
-	}
-	out := make([]core.ToolResult, 0, len(raw))
-	for i, m := range raw {
-		var r core.ToolResult
-		for k, v := range m {
-			switch k {
-			case "tool_call_id":
-				if err := json.Unmarshal(v, &r.CallID); err != nil || r.CallID == "" {
-					return nil, fmt.Errorf("results[%d]: tool_call_id must be a non-empty string", i)
-				}
-			case "result":
-				var s string
-				if err := json.Unmarshal(v, &s); err == nil {
-					r.Output = s
-				} else {
-					r.Output = string(v)
-				}
-			case "error":
-				if err := json.Unmarshal(v, &r.Error); err != nil || r.Error == "" {
-					return nil, fmt.Errorf("results[%d]: error must be a non-empty string", i)
-				}
-			default:
-				return nil, fmt.Errorf("results[%d]: unknown key %q (want tool_call_id, result, error)", i, k)
-			}
-		}
-		if r.CallID == "" {
-			return nil, fmt.Errorf("results[%d]: tool_call_id is missing", i)
-		}
-		if _, ok := m["result"]; ok && r.Error != "" {
-			return nil, fmt.Errorf("results[%d]: give result or error, not both", i)
-		}
-		out = append(out, r)
-	}
-	return out, nil
 }

@@ -146,7 +146,7 @@ func TestExternalToolsPauseTwiceAndRefuseBadResults(t *testing.T) {
 		{{CallID: "e1", Output: "a"}, {CallID: "e1", Output: "b"}, {CallID: "e2"}},
 		{{CallID: "e1", Output: "a"}},
 	} {
-		if _, err := r.Submit(ctx, ag, out.RunID, bad); err == nil {
+		if _, err := r.Submit(ctx, ag, out.RunID, shell.Answers{Results: bad}); err == nil {
 			t.Fatalf("bad results %v accepted", bad)
 		}
 		after, _ := db.LoadLatest(ctx, out.RunID)
@@ -154,7 +154,7 @@ func TestExternalToolsPauseTwiceAndRefuseBadResults(t *testing.T) {
 			t.Fatalf("a refused submit wrote step %d", after.Seq)
 		}
 	}
-	out, err = r.Submit(ctx, ag, out.RunID, []core.ToolResult{{CallID: "e2", Error: "no"}, {CallID: "e1", Output: "yes"}})
+	out, err = r.Submit(ctx, ag, out.RunID, shell.Answers{Results: []core.ToolResult{{CallID: "e2", Error: "no"}, {CallID: "e1", Output: "yes"}}})
 	if err != nil || out.Status != store.StatusAwaitingToolResults || out.Pending[0].ID != "e3" {
 		t.Fatalf("second pause = %+v, %v", out, err)
 	}
@@ -162,12 +162,16 @@ func TestExternalToolsPauseTwiceAndRefuseBadResults(t *testing.T) {
 	if again, err := r.Resume(ctx, ag, out.RunID); err != nil || again.Status != store.StatusAwaitingToolResults {
 		t.Fatalf("resume of a paused run = %+v, %v", again, err)
 	}
-	out, err = r.Submit(ctx, ag, out.RunID, []core.ToolResult{{CallID: "e3", Output: "ok"}})
+	out, err = r.Submit(ctx, ag, out.RunID, shell.Answers{Results: []core.ToolResult{{CallID: "e3", Output: "ok"}}})
 	if err != nil || out.Status != store.StatusCompleted || out.Answer != "done" {
 		t.Fatalf("end = %+v, %v", out, err)
 	}
-	if _, err := r.Submit(ctx, ag, out.RunID, nil); !errors.Is(err, shell.ErrNotPaused) {
+	if _, err := r.Submit(ctx, ag, out.RunID, shell.Answers{}); !errors.Is(err, shell.ErrNotPaused) {
 		t.Fatalf("submit to a completed run: %v", err)
+	}
+	// Results for a pause that was answered already: the caller lost a race.
+	if _, err := r.Submit(ctx, ag, out.RunID, shell.Answers{Results: []core.ToolResult{{CallID: "e3", Output: "again"}}}); !errors.Is(err, shell.ErrAlreadyAnswered) {
+		t.Fatalf("submit for an answered pause: %v", err)
 	}
 }
 
@@ -296,7 +300,7 @@ func TestCancelInterruptsAndResumeRespectsIdempotency(t *testing.T) {
 	}
 }
 
-func TestRunDeadlineFailsTheRun(t *testing.T) {
+func TestRunDeadlineCancelsTheRun(t *testing.T) {
 	db := openStore(t)
 	hang := fnTool{spec: core.Tool{Name: "hang"}, run: func(ctx context.Context, c core.ToolCall) core.ToolResult {
 		<-ctx.Done()
@@ -304,8 +308,11 @@ func TestRunDeadlineFailsTheRun(t *testing.T) {
 	}}
 	ag := newAgent(t, scripted(t, `{"tool_calls":[{"id":"h","name":"hang"}]}`), hang)
 	out, err := shell.NewRunner(db, &shell.Options{RunTimeout: 50 * time.Millisecond}).Start(context.Background(), ag, "go")
-	if err != nil || out.Status != store.StatusFailed || out.Failure.Code != core.FailCancelled || !strings.Contains(out.Failure.Reason, "deadline") {
+	if err != nil || out.Status != store.StatusCancelled || out.Failure.Code != core.FailCancelled || !strings.Contains(out.Failure.Reason, "deadline") {
 		t.Fatalf("%+v %v", out, err)
+	}
+	if info, _ := db.Run(context.Background(), out.RunID); info.Status != store.StatusCancelled || info.Lease.Owner != "" {
+		t.Fatalf("stored: status %s, lease %+v", info.Status, info.Lease)
 	}
 }
 
@@ -424,11 +431,20 @@ func TestManyConcurrentRunsOnOneDatabase(t *testing.T) {
 }
 
 func TestParseResults(t *testing.T) {
-	res, err := shell.ParseResults([]byte(`[{"tool_call_id":"a","result":"x"},{"tool_call_id":"b","result":{"n":1}},{"tool_call_id":"c","error":"no"}]`))
-	if err != nil || len(res) != 3 || res[0].Output != "x" || res[1].Output != `{"n":1}` || res[2].Error != "no" {
-		t.Fatalf("%+v %v", res, err)
+	ans, err := shell.ParseResults([]byte(`[{"tool_call_id":"a","result":"x"},{"tool_call_id":"b","result":{"n":1}},{"tool_call_id":"c","error":"no"},{"tool_call_id":"d","not_run":true},{"tool_call_id":"e","result":""}]`))
+	res := ans.Results
+	if err != nil || len(res) != 4 || res[0].Output != "x" || res[1].Output != `{"n":1}` || res[2].Error != "no" || res[3].Output != "" ||
+		len(ans.NotRun) != 1 || ans.NotRun[0] != "d" {
+		t.Fatalf("%+v %v", ans, err)
 	}
-	for _, bad := range []string{`{}`, `[{"result":"x"}]`, `[{"tool_call_id":"a","bogus":1}]`, `[{"tool_call_id":"a","result":"x","error":"y"}]`, `[{"tool_call_id":""}]`} {
+	for _, bad := range []string{
+		`{}`, `[{"result":"x"}]`, `[{"tool_call_id":"a","bogus":1}]`, `[{"tool_call_id":"a","result":"x","error":"y"}]`,
+		`[{"tool_call_id":""}]`,
+		`[{"tool_call_id":"a"}]`,                                            // neither result nor error
+		`[{"tool_call_id":"a","error":""}]`,                                 // an empty error
+		`[{"tool_call_id":"a","not_run":false}]`,                            // not_run must be true
+		`[{"tool_call_id":"a","result":1},{"tool_call_id":"a","result":2}]`, // twice
+	} {
 		if _, err := shell.ParseResults([]byte(bad)); err == nil {
 			t.Errorf("%s accepted", bad)
 		}
@@ -452,7 +468,7 @@ func TestForkAtAPauseIsPaused(t *testing.T) {
 	if info, _ := db.Run(ctx, fork.RunID); info.Status != store.StatusAwaitingToolResults {
 		t.Fatalf("stored fork status %s", info.Status)
 	}
-	done, err := r.Submit(ctx, ag, fork.RunID, []core.ToolResult{{CallID: "e1", Output: "a"}})
+	done, err := r.Submit(ctx, ag, fork.RunID, shell.Answers{Results: []core.ToolResult{{CallID: "e1", Output: "a"}}})
 	if err != nil || done.Status != store.StatusCompleted {
 		t.Fatalf("fork after submit = %+v, %v", done, err)
 	}

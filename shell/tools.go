@@ -3,6 +3,8 @@ package shell
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,9 +17,12 @@ import (
 const unknownOutcome = "outcome unknown: the run was interrupted while this call was running and the tool is not idempotent, so it was not run again; check its effect before retrying"
 
 // runTools performs one RequestToolCalls. Calls recorded as completed before
-// a crash are not run again; calls that were in flight run again only when
-// the tool is idempotent. Results come back in the model's order.
-func (r *Runner) runTools(ctx context.Context, ag *Agent, cur *cursor, a core.RequestToolCalls, recovering bool) (core.Result, error) {
+// a crash are not run again; calls that were in flight run again when the
+// tool is idempotent, and otherwise follow the agent's in-doubt policy.
+// Results come back in the model's order. Nothing starts without the
+// lease: a non-idempotent call's intent is fenced, and every call first
+// checks that the lease is still held.
+func (r *Runner) runTools(ctx context.Context, ag *Agent, cur *cursor, a core.RequestToolCalls, recovering bool, h *holding) (core.Result, error) {
 	var known map[string]store.Intent
 	if recovering {
 		intents, err := r.store.Intents(ctx, cur.id, cur.seq)
@@ -29,22 +34,43 @@ func (r *Runner) runTools(ctx context.Context, ag *Agent, cur *cursor, a core.Re
 			known[in.CallID] = in
 		}
 	}
+	durable := context.WithoutCancel(ctx)
 	results := make([]core.ToolResult, len(a.Calls))
 	done := make([]bool, len(a.Calls))
 	var todo []int
+	var waiting []string
 	for i, c := range a.Calls {
 		in, seen := known[c.ID]
 		switch {
 		case seen && in.State == store.IntentCompleted && in.Result != nil:
 			results[i], done[i] = *in.Result, true
 		case seen && !r.idempotent(ag, c.Name):
-			results[i], done[i] = core.ToolResult{CallID: c.ID, Error: unknownOutcome}, true
-			if err := r.store.RecordOutcome(context.WithoutCancel(ctx), cur.id, cur.seq, results[i]); err != nil {
-				return nil, fmt.Errorf("record outcome of %s: %w", c.ID, err)
+			d := InDoubtCall{Call: c, Step: cur.seq, Started: in.Started}
+			switch ag.InDoubt {
+			case InDoubtRerun:
+				d.Resolution = "rerun"
+				todo = append(todo, i)
+			case InDoubtWait:
+				d.Resolution = "waiting"
+				waiting = append(waiting, fmt.Sprintf("%s (%s)", c.ID, c.Name))
+			default:
+				d.Resolution = "unknown"
+				results[i], done[i] = core.ToolResult{CallID: c.ID, Error: unknownOutcome}, true
+				if err := r.store.RecordOutcome(durable, h.lease(), cur.seq, results[i]); err != nil {
+					return nil, fmt.Errorf("record outcome of %s: %w", c.ID, err)
+				}
 			}
+			cur.inDoubt = append(cur.inDoubt, d)
+			r.emit(func() Event {
+				return Event{RunID: cur.id, Seq: cur.seq, Kind: "in_doubt", Text: fmt.Sprintf("%s#%s was in flight when the run stopped: %s", c.Name, c.ID, d.Resolution)}
+			})
 		default:
 			todo = append(todo, i)
 		}
+	}
+	if len(waiting) > 0 {
+		return nil, &stallError{reason: "in doubt: " + strings.Join(waiting, ", ") +
+			" may or may not have run; answer with stepwise resume " + cur.id + ` --results FILE ({"tool_call_id", "result" | "error" | "not_run": true})`}
 	}
 
 	// Journal what a crash could otherwise lose or repeat wrongly: a
@@ -56,21 +82,28 @@ func (r *Runner) runTools(ctx context.Context, ag *Agent, cur *cursor, a core.Re
 	// that runs it again, which its declaration allows.
 	journal := len(todo) > 1
 	calls := a.Calls // not a: the closure would move all of a to the heap
+	x := NewRedactor(ag.Secrets)
 	run := func(i int) error {
 		c := calls[i]
 		idem := r.idempotent(ag, c.Name)
+		if ctx.Err() != nil {
+			return ctx.Err() // interrupted before it started: it never ran
+		}
+		if err := h.ensure(); err != nil {
+			return err
+		}
 		if !idem || journal {
-			if err := r.store.RecordIntent(context.WithoutCancel(ctx), cur.id, cur.seq, c); err != nil {
+			if err := r.store.RecordIntent(durable, h.lease(), cur.seq, c); err != nil {
 				return fmt.Errorf("record intent of %s: %w", c.ID, err)
 			}
 		}
 		start := time.Now()
-		res := r.callTool(ctx, ag, cur, c)
-		if ctx.Err() != nil {
-			return ctx.Err() // leave the call in flight: interrupted, not completed
+		res, err := r.callWithRetry(ctx, ag, cur, c, idem, x)
+		if err != nil {
+			return err
 		}
 		if !idem || journal {
-			if err := r.store.RecordOutcome(context.WithoutCancel(ctx), cur.id, cur.seq, res); err != nil {
+			if err := r.store.RecordOutcome(durable, h.lease(), cur.seq, res); err != nil {
 				return fmt.Errorf("record outcome of %s: %w", c.ID, err)
 			}
 		}
@@ -85,11 +118,7 @@ func (r *Runner) runTools(ctx context.Context, ag *Agent, cur *cursor, a core.Re
 		var wg sync.WaitGroup
 		errs := make([]error, len(todo))
 		for k, i := range todo {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				errs[k] = run(i)
-			}()
+			wg.Go(func() { errs[k] = run(i) })
 		}
 		wg.Wait()
 		for _, err := range errs {
@@ -115,6 +144,42 @@ func (r *Runner) runTools(ctx context.Context, ag *Agent, cur *cursor, a core.Re
 		}
 	}
 	return core.ToolResults{Results: out}, nil
+}
+
+// callWithRetry runs one call. An idempotent tool's transient failure is
+// retried by the tool's retry policy, and when that is exhausted the run
+// stalls; a non-idempotent tool is never run twice by a retry, and its
+// transient failure reaches the model like any other. The result is valid
+// UTF-8 and redacted. A cancelled call is ctx's error: it stays in flight,
+// not completed.
+func (r *Runner) callWithRetry(ctx context.Context, ag *Agent, cur *cursor, c core.ToolCall, idem bool, x Redactor) (core.ToolResult, error) {
+	policy := ag.ToolRetry[c.Name].WithDefaults(DefaultToolRetry)
+	first := time.Now()
+	for attempt := 1; ; attempt++ {
+		res := r.callTool(ctx, ag, cur, c)
+		if ctx.Err() != nil {
+			return res, ctx.Err()
+		}
+		res = x.ToolResult(sanitizeTool(res))
+		if !res.Transient || !idem {
+			res.Transient = false
+			return res, nil
+		}
+		wait := policy.Wait(attempt, rand.Float64)
+		if attempt >= policy.Attempts || time.Since(first)+wait > policy.MaxElapsed {
+			return res, &stallError{reason: fmt.Sprintf("tool %s (call %s) failed %d time(s): %s", c.Name, c.ID, attempt, firstLine(res.Error))}
+		}
+		r.emit(func() Event {
+			return Event{RunID: cur.id, Seq: cur.seq, Kind: "retry", Text: fmt.Sprintf("%s#%s failed (%s); retry %d in %s", c.Name, c.ID, firstLine(res.Error), attempt, wait.Round(time.Millisecond))}
+		})
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return res, ctx.Err()
+		case <-t.C:
+		}
+	}
 }
 
 func anyFailed(results []core.ToolResult, done []bool) bool {

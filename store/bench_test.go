@@ -53,6 +53,7 @@ type fixture struct {
 	seq   int            // last step
 	log   []core.Message // the run's messages at seq
 	turns int
+	lease Lease
 }
 
 func benchStore(b *testing.B, name string) *SQLite {
@@ -80,7 +81,8 @@ func getFixture(b *testing.B, turns int) *fixture {
 	f := &fixture{s: benchStore(b, fmt.Sprintf("turns%d", turns)), id: "bench", turns: turns}
 	ctx := context.Background()
 	initial := synthInitial(f.id)
-	if err := f.s.CreateRun(ctx, NewRun{ID: f.id, Agent: "bench", Initial: initial}); err != nil {
+	var err error
+	if f.lease, err = f.s.CreateRun(ctx, NewRun{ID: f.id, Agent: "bench", Initial: initial, Owner: "bench/1/x", LeaseTTL: 24 * time.Hour}); err != nil {
 		b.Fatal(err)
 	}
 	f.log = initial.Messages
@@ -90,7 +92,7 @@ func getFixture(b *testing.B, turns int) *fixture {
 			for i := 0; i < batch && f.seq < 2*turns; i++ {
 				var cp Checkpoint
 				cp, f.log = turnStep(f.log, f.seq+1, 200)
-				after, open, err := f.s.appendStep(ctx, tx, f.id, cp, statusOf(cp.Action))
+				after, open, err := f.s.appendStep(ctx, tx, f.lease, cp, statusOf(cp.Action))
 				if err != nil {
 					return err
 				}
@@ -185,7 +187,7 @@ func BenchmarkAppendStep(b *testing.B) {
 			}
 			i := 0
 			for b.Loop() {
-				if err := f.s.Checkpoint(ctx, f.id, cps[i]); err != nil {
+				if err := f.s.Checkpoint(ctx, f.lease, cps[i]); err != nil {
 					b.Fatal(err)
 				}
 				if i++; i == batch {
@@ -199,7 +201,7 @@ func BenchmarkAppendStep(b *testing.B) {
 			f.reset(b)
 			before := usedBytes(b, f.s.w)
 			for _, cp := range cps {
-				if err := f.s.Checkpoint(ctx, f.id, cp); err != nil {
+				if err := f.s.Checkpoint(ctx, f.lease, cp); err != nil {
 					b.Fatal(err)
 				}
 			}

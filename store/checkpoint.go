@@ -20,6 +20,10 @@ type Checkpoint struct {
 	Action core.Action
 }
 
+// errNotFenced reports, from inside the hot transaction, that the fenced
+// insert wrote nothing; the checkpoint then explains it (ErrLeaseLost).
+var errNotFenced = errors.New("not fenced")
+
 // checkCheckpoint checks what can be checked of cp before its run is read.
 func checkCheckpoint(cp Checkpoint) error {
 	if cp.Seq < 1 || cp.Seq > maxSeq {
@@ -60,10 +64,13 @@ func checkMessages(body []byte, n int) error {
 // result, the state's head and the messages the state adds to the run's
 // log) and, when the action changes it, the run's status (Complete:
 // completed, Fail: failed, RequestExternalToolCalls: awaiting_tool_results,
-// otherwise running). Nothing is written when cp.Seq is not the next
-// sequence number (ErrSeq), when the state's messages do not extend the
-// stored log (ErrNotAppend), or when the run has ended (ErrEnded).
-func (s *SQLite) Checkpoint(ctx context.Context, runID string, cp Checkpoint) error {
+// otherwise running). The step is written only while l is the run's lease
+// (checked in the same transaction); otherwise nothing is written and the
+// error is ErrLeaseLost. Nothing is written either when cp.Seq is not the
+// next sequence number (ErrSeq), when the state's messages do not extend
+// the stored log (ErrNotAppend), or when the run has ended (ErrEnded).
+func (s *SQLite) Checkpoint(ctx context.Context, l Lease, cp Checkpoint) error {
+	runID := l.RunID
 	if err := checkCheckpoint(cp); err != nil {
 		return fmt.Errorf("checkpoint run %s step %d: %w", runID, cp.Seq, err)
 	}
@@ -92,15 +99,22 @@ func (s *SQLite) Checkpoint(ctx context.Context, runID string, cp Checkpoint) er
 			s.keepScratch(row.buf)
 			return err
 		}, func(h *hotStmts) error {
-			if err := h.insertStep(&row, t.rk); err != nil {
+			fenced, err := h.insertFenced(&row, t.rk, l.Token)
+			if err != nil {
 				return fmt.Errorf("insert step: %w", err)
+			}
+			if !fenced {
+				return errNotFenced
 			}
 			after, open = row.tail(t.rk, status), s.openSegment(t.rk).extend(&row, t.msgCount)
 			return nil
 		})
+		if errors.Is(err, errNotFenced) {
+			err = lostOrMissing(ctx, s.r, l)
+		}
 	} else {
 		err = s.write(ctx, "", func(tx *wtx) error {
-			after, open, err = s.appendStep(ctx, tx, runID, cp, status)
+			after, open, err = s.appendStep(ctx, tx, l, cp, status)
 			return err
 		})
 	}
@@ -116,7 +130,8 @@ func (s *SQLite) Checkpoint(ctx context.Context, runID string, cp Checkpoint) er
 // appendStep writes cp to the run inside tx, reading the run's last step
 // unless this store wrote it. It returns the run's tail and its open
 // segment after the step, to remember once tx commits.
-func (s *SQLite) appendStep(ctx context.Context, tx *wtx, runID string, cp Checkpoint, status Status) (after tail, open *openSegment, err error) {
+func (s *SQLite) appendStep(ctx context.Context, tx *wtx, l Lease, cp Checkpoint, status Status) (after tail, open *openSegment, err error) {
+	runID := l.RunID
 	t, ok := s.tail(runID)
 	if !ok || t.seq != cp.Seq-1 {
 		if t, err = s.lastStep(ctx, tx, runID); err != nil {
@@ -134,7 +149,7 @@ func (s *SQLite) appendStep(ctx context.Context, tx *wtx, runID string, cp Check
 	if err != nil {
 		return after, nil, err
 	}
-	if err := tx.insertStep(&row, t.rk); err != nil {
+	if err := tx.insertFenced(ctx, &row, t.rk, l); err != nil {
 		return after, nil, fmt.Errorf("insert step: %w", err)
 	}
 	if status != t.status {
@@ -146,7 +161,7 @@ func (s *SQLite) appendStep(ctx context.Context, tx *wtx, runID string, cp Check
 		case core.Fail:
 			code, reason = a.Code, a.Reason
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, updated_ns = ?, answer = ?, fail_code = ?, reason = ? WHERE rk = ?`,
+		if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, updated_ns = ?, answer = ?, fail_code = ?, reason = ?, retry_ns = 0 WHERE rk = ?`,
 			string(status), row.created, answer, string(code), reason, t.rk); err != nil {
 			return after, nil, fmt.Errorf("update run: %w", err)
 		}

@@ -34,7 +34,11 @@ func TestCheckpointRefuses(t *testing.T) {
 			st.Messages[0], {Role: core.RoleUser, Content: "another question"}, {Role: core.RoleAssistant}}))}, ErrNotAppend},
 	}
 	for _, c := range cases {
-		err := s.Checkpoint(ctx, c.id, c.cp)
+		l := Lease{RunID: c.id, Owner: "test/1/x", Token: 1}
+		if c.id != "nope" {
+			l = leaseOf(t, s, c.id)
+		}
+		err := s.Checkpoint(ctx, l, c.cp)
 		if !errors.Is(err, c.want) {
 			t.Errorf("%s: got %v, want %v", c.name, err, c.want)
 		}
@@ -42,39 +46,39 @@ func TestCheckpointRefuses(t *testing.T) {
 			t.Errorf("%s: error does not name the run: %v", c.name, err)
 		}
 	}
-	if err := s.Checkpoint(ctx, "r1", Checkpoint{Seq: 1}); err == nil {
+	if err := s.Checkpoint(ctx, leaseOf(t, s, "r1"), Checkpoint{Seq: 1}); err == nil {
 		t.Error("checkpoint without an action was accepted")
 	}
 	bad := baseState("q", st.Messages)
 	bad.Answer = "invalid \xff UTF-8" // core's strict decoder would refuse it
-	if err := s.Checkpoint(ctx, "r1", Checkpoint{Seq: 1, Action: core.RequestModelCall{Role: core.Primary, State: bad}}); err == nil {
+	if err := s.Checkpoint(ctx, leaseOf(t, s, "r1"), Checkpoint{Seq: 1, Action: core.RequestModelCall{Role: core.Primary, State: bad}}); err == nil {
 		t.Error("a state that would not load back was accepted")
 	}
 	badMsg := baseState("q", append(st.Messages[:2:2], core.Message{Role: core.RoleTool, Content: "\xc3"}))
-	if err := s.Checkpoint(ctx, "r1", Checkpoint{Seq: 1, Action: core.RequestModelCall{Role: core.Primary, State: badMsg}}); err == nil {
+	if err := s.Checkpoint(ctx, leaseOf(t, s, "r1"), Checkpoint{Seq: 1, Action: core.RequestModelCall{Role: core.Primary, State: badMsg}}); err == nil {
 		t.Error("a message that would not load back was accepted")
 	}
 	// Nothing of the refused checkpoints was written.
 	if info, err := s.Run(ctx, "r1"); err != nil || info.LastSeq != 0 {
 		t.Fatalf("after refusals: %+v, %v", info, err)
 	}
-	if err := s.Checkpoint(ctx, "r1", ok); err != nil {
+	if err := s.Checkpoint(ctx, leaseOf(t, s, "r1"), ok); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Checkpoint(ctx, "r1", ok); !errors.Is(err, ErrSeq) {
+	if err := s.Checkpoint(ctx, leaseOf(t, s, "r1"), ok); !errors.Is(err, ErrSeq) {
 		t.Errorf("same seq twice: %v", err)
 	}
 	// Re-stepping the same state (no new messages) is fine.
-	if err := s.Checkpoint(ctx, "r1", Checkpoint{Seq: 2, Action: ok.Action}); err != nil {
+	if err := s.Checkpoint(ctx, leaseOf(t, s, "r1"), Checkpoint{Seq: 2, Action: ok.Action}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Checkpoint(ctx, "r1", Checkpoint{Seq: 3, Action: withAction("complete", ok.Action.Next())}); err != nil {
+	if err := s.Checkpoint(ctx, leaseOf(t, s, "r1"), Checkpoint{Seq: 3, Action: withAction("complete", ok.Action.Next())}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Checkpoint(ctx, "r1", Checkpoint{Seq: 4, Action: ok.Action}); !errors.Is(err, ErrEnded) {
+	if err := s.Checkpoint(ctx, leaseOf(t, s, "r1"), Checkpoint{Seq: 4, Action: ok.Action}); !errors.Is(err, ErrEnded) {
 		t.Errorf("checkpoint after complete: %v", err)
 	}
-	if err := s.SetStatus(ctx, "r1", StatusInterrupted, "x"); !errors.Is(err, ErrEnded) {
+	if err := s.SetStatus(ctx, leaseOf(t, s, "r1"), StatusChange{Status: StatusInterrupted, Reason: "x"}); !errors.Is(err, ErrEnded) {
 		t.Errorf("set status after complete: %v", err)
 	}
 }
@@ -93,7 +97,7 @@ func TestStatusFollowsAction(t *testing.T) {
 		{"fail", StatusFailed},
 	}
 	for i, c := range steps {
-		if err := s.Checkpoint(ctx, "r", Checkpoint{Seq: i + 1, Action: withAction(c.kind, st)}); err != nil {
+		if err := s.Checkpoint(ctx, leaseOf(t, s, "r"), Checkpoint{Seq: i + 1, Action: withAction(c.kind, st)}); err != nil {
 			t.Fatal(err)
 		}
 		info, err := s.Run(ctx, "r")
@@ -104,7 +108,7 @@ func TestStatusFollowsAction(t *testing.T) {
 			t.Fatalf("after %s: status %s, want %s", c.kind, info.Status, c.status)
 		}
 		if i == 1 {
-			if err := s.SetStatus(ctx, "r", StatusInterrupted, "SIGINT"); err != nil {
+			if err := s.SetStatus(ctx, leaseOf(t, s, "r"), StatusChange{Status: StatusInterrupted, Reason: "SIGINT"}); err != nil {
 				t.Fatal(err)
 			}
 			if info, _ := s.Run(ctx, "r"); info.Status != StatusInterrupted || info.Reason != "SIGINT" {
@@ -119,15 +123,15 @@ func TestStatusFollowsAction(t *testing.T) {
 	if !info.Updated.After(info.Created) {
 		t.Fatalf("updated %v not after created %v", info.Updated, info.Created)
 	}
-	if err := s.SetStatus(ctx, "r", "bogus", ""); err == nil {
+	if err := s.SetStatus(ctx, leaseOf(t, s, "r"), StatusChange{Status: "bogus", Reason: ""}); err == nil {
 		t.Error("unknown status accepted")
 	}
-	if err := s.SetStatus(ctx, "nope", StatusRunning, ""); !errors.Is(err, ErrNotFound) {
+	if err := s.SetStatus(ctx, Lease{RunID: "nope", Owner: "test/1/x", Token: 1}, StatusChange{Status: StatusRunning, Reason: ""}); !errors.Is(err, ErrNotFound) {
 		t.Errorf("unknown run: %v", err)
 	}
 
 	cst := newRun(t, s, "c")
-	if err := s.Checkpoint(ctx, "c", Checkpoint{Seq: 1, Action: withAction("complete", cst)}); err != nil {
+	if err := s.Checkpoint(ctx, leaseOf(t, s, "c"), Checkpoint{Seq: 1, Action: withAction("complete", cst)}); err != nil {
 		t.Fatal(err)
 	}
 	if info, _ := s.Run(ctx, "c"); info.Status != StatusCompleted || info.Answer != "the answer" {
@@ -138,20 +142,20 @@ func TestStatusFollowsAction(t *testing.T) {
 func TestRunsAndList(t *testing.T) {
 	s := openTest(t)
 	ctx := context.Background()
-	if err := s.CreateRun(ctx, NewRun{ID: ""}); err == nil {
+	if _, err := s.CreateRun(ctx, NewRun{ID: ""}); err == nil {
 		t.Error("empty id accepted")
 	}
 	for i := 0; i < 5; i++ {
 		newRun(t, s, fmt.Sprintf("r%d", i))
 	}
-	if err := s.CreateRun(ctx, NewRun{ID: "r1", Initial: baseState("q", nil)}); !errors.Is(err, ErrExists) {
+	if _, err := s.CreateRun(ctx, NewRun{ID: "r1", Initial: baseState("q", nil)}); !errors.Is(err, ErrExists) {
 		t.Errorf("duplicate id: %v", err)
 	}
-	if err := s.CreateRun(ctx, NewRun{ID: "x", Agent: "other", Initial: baseState("q", nil)}); err != nil {
+	if _, err := s.CreateRun(ctx, NewRun{ID: "x", Agent: "other", Initial: baseState("q", nil)}); err != nil {
 		t.Fatal(err)
 	}
 	st, _ := s.LoadLatest(ctx, "r2")
-	if err := s.Checkpoint(ctx, "r2", Checkpoint{Seq: 1, Action: withAction("external", st.State)}); err != nil {
+	if err := s.Checkpoint(ctx, leaseOf(t, s, "r2"), Checkpoint{Seq: 1, Action: withAction("external", st.State)}); err != nil {
 		t.Fatal(err)
 	}
 	all, err := s.ListRuns(ctx, Filter{})
@@ -204,7 +208,7 @@ func TestFork(t *testing.T) {
 	var cp Checkpoint
 	for seq := 1; seq <= 6; seq++ {
 		cp, log = turnStep(log, seq, 50)
-		if err := s.Checkpoint(ctx, "parent", cp); err != nil {
+		if err := s.Checkpoint(ctx, leaseOf(t, s, "parent"), cp); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -213,14 +217,14 @@ func TestFork(t *testing.T) {
 		t.Fatal(err)
 	}
 	fork := NewRun{ID: "child", Agent: "agent", Initial: at.State, ParentID: "parent", ParentStep: 3}
-	if err := s.CreateRun(ctx, fork); err != nil {
+	if _, err := s.CreateRun(ctx, fork); err != nil {
 		t.Fatal(err)
 	}
 	// The fork diverges: its step 1 appends a different message.
 	div := at.State
 	div.Messages = append(at.State.Messages, core.Message{Role: core.RoleTool, CallID: "c3", Content: "another output"})
 	a := withAction("model", div)
-	if err := s.Checkpoint(ctx, "child", Checkpoint{Seq: 1, Result: core.ToolResults{}, Action: a}); err != nil {
+	if err := s.Checkpoint(ctx, leaseOf(t, s, "child"), Checkpoint{Seq: 1, Result: core.ToolResults{}, Action: a}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.LoadLatest(ctx, "child")
@@ -238,7 +242,7 @@ func TestFork(t *testing.T) {
 		{ID: "c2", Initial: at.State, ParentID: "nope"},
 		{ID: "c3", Initial: at.State, ParentID: "parent", ParentStep: 7},
 	} {
-		if err := s.CreateRun(ctx, bad); !errors.Is(err, ErrNotFound) {
+		if _, err := s.CreateRun(ctx, bad); !errors.Is(err, ErrNotFound) {
 			t.Errorf("fork of %s step %d: %v", bad.ParentID, bad.ParentStep, err)
 		}
 	}

@@ -22,7 +22,7 @@ func longRun(t *testing.T, n int) *SQLite {
 	for seq := 1; seq <= n; seq++ {
 		var cp Checkpoint
 		cp, log = turnStep(log, seq, 200)
-		if err := s.Checkpoint(context.Background(), "r", cp); err != nil {
+		if err := s.Checkpoint(context.Background(), leaseOf(t, s, "r"), cp); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -136,7 +136,7 @@ func TestCorruptSegment(t *testing.T) {
 		if seq <= 3*segmentSteps+5 {
 			continue
 		}
-		err = s.Checkpoint(ctx, "r", cp)
+		err = s.Checkpoint(ctx, leaseOf(t, s, "r"), cp)
 		if seq < 4*segmentSteps-1 && err != nil {
 			t.Fatal(err)
 		}
@@ -177,7 +177,7 @@ func TestCorruptLastStep(t *testing.T) {
 	for i := 0; i < 7; i++ {
 		next = g.next()
 	}
-	err := s.Checkpoint(context.Background(), "r", next)
+	err := s.Checkpoint(context.Background(), leaseOf(t, s, "r"), next)
 	wantCorrupt(t, err, "run r step 6")
 	_, err = s.LoadLatest(context.Background(), "r")
 	wantCorrupt(t, err, "run r step 6")
@@ -186,7 +186,7 @@ func TestCorruptLastStep(t *testing.T) {
 func TestCorruptIntent(t *testing.T) {
 	s := corruptRun(t)
 	ctx := context.Background()
-	if err := s.RecordIntent(ctx, "r", 5, core.ToolCall{ID: "c5", Name: "search", Args: []byte(`{"q":1}`)}); err != nil {
+	if err := s.RecordIntent(ctx, leaseOf(t, s, "r"), 5, core.ToolCall{ID: "c5", Name: "search", Args: []byte(`{"q":1}`)}); err != nil {
 		t.Fatal(err)
 	}
 	flip(t, s, "intents", "args", "call_id = 'c5'", 2)

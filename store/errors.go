@@ -1,6 +1,9 @@
 package store
 
-import "errors"
+import (
+	"database/sql"
+	"errors"
+)
 
 // Errors the store returns; match them with errors.Is. Every error names the
 // run (and step, where there is one) it is about.
@@ -18,7 +21,8 @@ var (
 	// ErrNotAppend: a checkpoint's messages do not extend the run's stored
 	// message log (the log is append-only).
 	ErrNotAppend = errors.New("messages do not extend the run's log")
-	// ErrEnded: the run has completed or failed; its history is closed.
+	// ErrEnded: the run has completed, failed or been cancelled; its
+	// history is closed.
 	ErrEnded = errors.New("run has ended")
 	// ErrConflict: an intent or outcome was recorded before with different
 	// contents.
@@ -26,3 +30,11 @@ var (
 	// ErrNewerSchema: the database was written by a newer stepwise.
 	ErrNewerSchema = errors.New("database schema is newer than this build")
 )
+
+// notFound turns sql.ErrNoRows into ErrNotFound and leaves other errors.
+func notFound(err error) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return ErrNotFound
+	}
+	return err
+}

@@ -42,6 +42,23 @@ type exportRun struct {
 	ParentID   string `json:"parent_id,omitempty"`
 	ParentStep int    `json:"parent_step,omitempty"`
 	Steps      int    `json:"steps"`
+	// AgentChanges are the run's agent changes (resume --agent), in order.
+	AgentChanges []exportAgentChange `json:"agent_changes,omitempty"`
+}
+
+type exportAgentChange struct {
+	Seq     int    `json:"seq"`
+	Created string `json:"created"`
+	Config  []byte `json:"config"`
+	CRC32C  string `json:"crc32c"`
+}
+
+// sum is the change's checksum as the file carries it (see doc.go).
+func (c *exportAgentChange) sum() string {
+	var h summer
+	h.int(int64(c.Seq))
+	h.blob(c.Config)
+	return fmt.Sprintf("%08x", uint32(h.sum()))
 }
 
 type exportStep struct {
@@ -156,12 +173,22 @@ func (s *SQLite) Export(ctx context.Context, runID string, w io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("export run %s: %w", runID, err)
 	}
-	head, err := marshalLine(exportRun{
+	changes, err := agentChanges(ctx, tx, runID, rk)
+	if err != nil {
+		return fmt.Errorf("export run %s: %w", runID, err)
+	}
+	er := exportRun{
 		ID: ri.ID, Agent: ri.Agent, ConfigHash: ri.ConfigHash, Config: ri.Config, Input: ri.Input,
 		Status: Status(status), Created: formatTime(created), Updated: formatTime(updated),
 		Answer: ri.Answer, FailCode: failCode, Reason: ri.Reason, ParentID: ri.ParentID, ParentStep: ri.ParentStep,
 		Steps: ri.LastSeq + 1,
-	})
+	}
+	for _, c := range changes {
+		ec := exportAgentChange{Seq: c.Seq, Created: formatTime(c.Created.UnixNano()), Config: c.Config}
+		ec.CRC32C = ec.sum()
+		er.AgentChanges = append(er.AgentChanges, ec)
+	}
+	head, err := marshalLine(er)
 	if err != nil {
 		return fmt.Errorf("export run %s: %w", runID, err)
 	}
@@ -276,6 +303,12 @@ func (s *SQLite) ImportAs(ctx context.Context, r io.Reader, id string) (string, 
 		if err != nil {
 			return err
 		}
+		for i, c := range f.Run.AgentChanges {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO agent_changes (rk, seq, created_ns, config, sum) VALUES (?, ?, ?, ?, ?)`,
+				rk, c.Seq, p.changeTimes[i], c.Config, agentChangeSum(rk, c.Seq, p.changeTimes[i], c.Config)); err != nil {
+				return fmt.Errorf("agent change %d: %w", i, err)
+			}
+		}
 		for i := range f.Steps {
 			st := &f.Steps[i]
 			row := stepRow{seq: st.Seq, created: p.created[i], msgCount: st.MessageCount, msgSum: p.msgSums[i],
@@ -317,6 +350,7 @@ type importPlan struct {
 	created     []int64
 	msgSums     []int64 // each step's checksum of its last message
 	intentTimes [][][2]int64
+	changeTimes []int64
 }
 
 // checkImport validates the whole file before anything is written.
@@ -341,6 +375,23 @@ func checkImport(id string, f *exportFile) (*importPlan, error) {
 	}
 	if p.run.updated, err = parseTime(fr.Updated); err != nil {
 		return nil, fail("updated: %v", err)
+	}
+	for i := range fr.AgentChanges {
+		c := &fr.AgentChanges[i]
+		if c.CRC32C != c.sum() {
+			return nil, fail("agent change %d: checksum %s, the contents give %s", i, c.CRC32C, c.sum())
+		}
+		if c.Seq < 0 || c.Seq >= len(f.Steps) || (i > 0 && c.Seq < fr.AgentChanges[i-1].Seq) {
+			return nil, fail("agent change %d: at step %d, out of order or past the run's steps", i, c.Seq)
+		}
+		if c.Config == nil {
+			c.Config = []byte{}
+		}
+		t, err := parseTime(c.Created)
+		if err != nil {
+			return nil, fail("agent change %d: created: %v", i, err)
+		}
+		p.changeTimes = append(p.changeTimes, t)
 	}
 	var log []core.Message
 	var msgSum int64

@@ -20,21 +20,21 @@ func TestExportImport(t *testing.T) {
 	for seq := 1; seq <= 7; seq++ {
 		var cp Checkpoint
 		cp, log = turnStep(log, seq, 120)
-		if err := src.Checkpoint(ctx, "r", cp); err != nil {
+		if err := src.Checkpoint(ctx, leaseOf(t, src, "r"), cp); err != nil {
 			t.Fatal(err)
 		}
 		cps = append(cps, cp)
 	}
-	if err := src.RecordIntent(ctx, "r", 7, core.ToolCall{ID: "c7", Name: "search", Args: []byte(`{"q":"topic 7"}`)}); err != nil {
+	if err := src.RecordIntent(ctx, leaseOf(t, src, "r"), 7, core.ToolCall{ID: "c7", Name: "search", Args: []byte(`{"q":"topic 7"}`)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := src.RecordOutcome(ctx, "r", 7, core.ToolResult{CallID: "c7", Output: "found"}); err != nil {
+	if err := src.RecordOutcome(ctx, leaseOf(t, src, "r"), 7, core.ToolResult{CallID: "c7", Output: "found"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := src.RecordIntent(ctx, "r", 7, core.ToolCall{ID: "c8", Name: "search"}); err != nil {
+	if err := src.RecordIntent(ctx, leaseOf(t, src, "r"), 7, core.ToolCall{ID: "c8", Name: "search"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := src.SetStatus(ctx, "r", StatusInterrupted, "SIGTERM"); err != nil {
+	if err := src.SetStatus(ctx, leaseOf(t, src, "r"), StatusChange{Status: StatusInterrupted, Reason: "SIGTERM"}); err != nil {
 		t.Fatal(err)
 	}
 	var first bytes.Buffer
@@ -77,7 +77,7 @@ func TestExportImport(t *testing.T) {
 	}
 	// The imported run continues.
 	next, _ := turnStep(log, 8, 120)
-	if err := dst.Checkpoint(ctx, "r", next); err != nil {
+	if err := dst.Checkpoint(ctx, leaseOf(t, dst, "r"), next); err != nil {
 		t.Fatal(err)
 	}
 
@@ -105,7 +105,7 @@ func TestImportValidates(t *testing.T) {
 	for seq := 1; seq <= 3; seq++ {
 		var cp Checkpoint
 		cp, log = turnStep(log, seq, 50)
-		if err := src.Checkpoint(ctx, "r", cp); err != nil {
+		if err := src.Checkpoint(ctx, leaseOf(t, src, "r"), cp); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -3,9 +3,11 @@ package store
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -114,7 +116,7 @@ func newRun(t testing.TB, s *SQLite, id string) core.State {
 		{Role: core.RoleSystem, Content: "be brief"},
 		{Role: core.RoleUser, Content: "question " + id},
 	})
-	if err := s.CreateRun(context.Background(), NewRun{ID: id, Agent: "agent", ConfigHash: "h", Config: []byte(`{"name":"agent"}`), Input: "question " + id, Initial: st}); err != nil {
+	if _, err := s.CreateRun(context.Background(), NewRun{ID: id, Agent: "agent", ConfigHash: "h", Config: []byte(`{"name":"agent"}`), Input: "question " + id, Initial: st}); err != nil {
 		t.Fatal(err)
 	}
 	return st
@@ -253,3 +255,37 @@ func sameStep(t tb, rec StepRecord, seq int, st core.State, a core.Action, r cor
 		t.Fatalf("step %d: result differs:\n got %x\nwant %x", seq, got, want)
 	}
 }
+
+// testLeases are the leases the tests of this package hold, by store and run.
+var testLeases sync.Map // leaseKey -> Lease
+
+type leaseKey struct {
+	s  *SQLite
+	id string
+}
+
+// leaseOf returns a lease on run id through s for a test, acquiring it the
+// first time and taking it over from any other holder: the tests that
+// predate leases write as the one driver of their runs (lease_test.go
+// tests leases themselves).
+func leaseOf(t tb, s *SQLite, id string) Lease {
+	t.Helper()
+	k := leaseKey{s, id}
+	if l, ok := testLeases.Load(k); ok {
+		return l.(Lease)
+	}
+	ctx := context.Background()
+	l, err := s.Acquire(ctx, id, LeaseRequest{Owner: "test/1/x", TTL: time.Hour})
+	if busy, ok := errors.AsType[*BusyError](err); ok {
+		l, err = s.Acquire(ctx, id, LeaseRequest{Owner: "test/1/x", TTL: time.Hour, TakeOver: &busy.Holder})
+	}
+	if err != nil {
+		t.Fatalf("lease of %s: %v", id, err)
+	}
+	testLeases.Store(k, l)
+	return l
+}
+
+// forgetLease drops the cached lease of run id through s (after another
+// store took the run over).
+func forgetLease(s *SQLite, id string) { testLeases.Delete(leaseKey{s, id}) }

@@ -34,10 +34,12 @@ type Intent struct {
 }
 
 // RecordIntent durably records that call is about to run for step seq of the
-// run (the step whose action requested it, which must be stored). Recording
-// the same call again is a no-op; recording it with another tool or
-// arguments is ErrConflict.
-func (s *SQLite) RecordIntent(ctx context.Context, runID string, seq int, call core.ToolCall) error {
+// run (the step whose action requested it, which must be stored), while l
+// is the run's lease: a driver that lost its lease gets ErrLeaseLost and
+// must not run the call. Recording the same call again is a no-op;
+// recording it with another tool or arguments is ErrConflict.
+func (s *SQLite) RecordIntent(ctx context.Context, l Lease, seq int, call core.ToolCall) error {
+	runID := l.RunID
 	if call.ID == "" {
 		return fmt.Errorf("run %s step %d: record intent: call has no id", runID, seq)
 	}
@@ -46,7 +48,7 @@ func (s *SQLite) RecordIntent(ctx context.Context, runID string, seq int, call c
 		args = []byte{}
 	}
 	return s.write(ctx, fmt.Sprintf("run %s step %d: record intent %s", runID, seq, call.ID), func(tx *wtx) error {
-		rk, err := stepKey(ctx, tx, runID, seq)
+		rk, err := fencedStep(ctx, tx, l, seq)
 		if err != nil {
 			return err
 		}
@@ -70,15 +72,17 @@ func (s *SQLite) RecordIntent(ctx context.Context, runID string, seq int, call c
 }
 
 // RecordOutcome records the outcome of a call whose intent was recorded
-// (ErrNotFound otherwise). Recording the same outcome again is a no-op; a
-// different one is ErrConflict.
-func (s *SQLite) RecordOutcome(ctx context.Context, runID string, seq int, res core.ToolResult) error {
+// (ErrNotFound otherwise), while l is the run's lease (ErrLeaseLost
+// otherwise). Recording the same outcome again is a no-op; a different one
+// is ErrConflict.
+func (s *SQLite) RecordOutcome(ctx context.Context, l Lease, seq int, res core.ToolResult) error {
+	runID := l.RunID
 	enc, err := msgEnc.Marshal(res)
 	if err != nil {
 		return fmt.Errorf("run %s step %d: record outcome %s: %w", runID, seq, res.CallID, err)
 	}
 	return s.write(ctx, fmt.Sprintf("run %s step %d: record outcome %s", runID, seq, res.CallID), func(tx *wtx) error {
-		rk, err := stepKey(ctx, tx, runID, seq)
+		rk, err := fencedStep(ctx, tx, l, seq)
 		if err != nil {
 			return err
 		}
@@ -105,6 +109,32 @@ func (s *SQLite) RecordOutcome(ctx context.Context, runID string, seq int, res c
 		now := s.now().UnixNano()
 		_, err = tx.ExecContext(ctx, `UPDATE intents SET result = ?, completed_ns = ?, sum = ? WHERE ord = ?`,
 			enc, now, intentSum(rk, seq, res.CallID, tool, args, started, enc, now), ord)
+		return err
+	})
+}
+
+// RetractIntent removes the intent of a call that has no outcome, while l
+// is the run's lease: an operator established that the call did not run,
+// so it runs when the run resumes. An intent with an outcome cannot be
+// retracted (ErrConflict); no intent is ErrNotFound.
+func (s *SQLite) RetractIntent(ctx context.Context, l Lease, seq int, callID string) error {
+	return s.write(ctx, fmt.Sprintf("run %s step %d: retract intent %s", l.RunID, seq, callID), func(tx *wtx) error {
+		rk, err := fencedStep(ctx, tx, l, seq)
+		if err != nil {
+			return err
+		}
+		var done int
+		err = tx.QueryRowContext(ctx, `SELECT result IS NOT NULL FROM intents WHERE rk = ? AND seq = ? AND call_id = ?`, rk, seq, callID).Scan(&done)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("no intent: %w", ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		if done != 0 {
+			return fmt.Errorf("%w: the call has an outcome", ErrConflict)
+		}
+		_, err = tx.ExecContext(ctx, `DELETE FROM intents WHERE rk = ? AND seq = ? AND call_id = ?`, rk, seq, callID)
 		return err
 	})
 }
@@ -159,6 +189,23 @@ func readIntents(ctx context.Context, tx querier, runID string, rk int64, seq in
 		return nil, fmt.Errorf("run %s step %d: intents: %w", runID, seq, err)
 	}
 	return out, nil
+}
+
+// fencedStep checks that l is the run's lease and that step seq exists, and
+// returns the run's key.
+func fencedStep(ctx context.Context, tx querier, l Lease, seq int) (int64, error) {
+	rk, _, err := fence(ctx, tx, l)
+	if err != nil {
+		return 0, err
+	}
+	var has int
+	if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM steps WHERE id = ?)`, rowKey(rk, seq)).Scan(&has); err != nil {
+		return 0, err
+	}
+	if has == 0 {
+		return 0, fmt.Errorf("step %d: %w", seq, ErrNotFound)
+	}
+	return rk, nil
 }
 
 // stepKey returns the run's internal key after checking that step seq exists.

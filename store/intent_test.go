@@ -17,40 +17,40 @@ func TestIntents(t *testing.T) {
 		{ID: "b", Name: "write", Args: []byte(`{"path":"y"}`)},
 		{ID: "c", Name: "exec", Args: []byte(`{}`)},
 	}
-	if err := s.RecordIntent(ctx, "r", 1, calls[0]); !errors.Is(err, ErrNotFound) {
+	if err := s.RecordIntent(ctx, leaseOf(t, s, "r"), 1, calls[0]); !errors.Is(err, ErrNotFound) {
 		t.Errorf("intent for a step not stored yet: %v", err)
 	}
-	if err := s.Checkpoint(ctx, "r", Checkpoint{Seq: 1, Action: core.RequestToolCalls{Calls: calls, State: st}}); err != nil {
+	if err := s.Checkpoint(ctx, leaseOf(t, s, "r"), Checkpoint{Seq: 1, Action: core.RequestToolCalls{Calls: calls, State: st}}); err != nil {
 		t.Fatal(err)
 	}
 	// a completed, b in flight, c never started.
 	for _, c := range calls[:2] {
-		if err := s.RecordIntent(ctx, "r", 1, c); err != nil {
+		if err := s.RecordIntent(ctx, leaseOf(t, s, "r"), 1, c); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := s.RecordIntent(ctx, "r", 1, calls[0]); err != nil {
+	if err := s.RecordIntent(ctx, leaseOf(t, s, "r"), 1, calls[0]); err != nil {
 		t.Errorf("recording the same intent again: %v", err)
 	}
 	changed := calls[0]
 	changed.Args = []byte(`{"url":"z"}`)
-	if err := s.RecordIntent(ctx, "r", 1, changed); !errors.Is(err, ErrConflict) {
+	if err := s.RecordIntent(ctx, leaseOf(t, s, "r"), 1, changed); !errors.Is(err, ErrConflict) {
 		t.Errorf("same call id, other args: %v", err)
 	}
 	out := core.ToolResult{CallID: "a", Output: "page", Sources: []string{"x"}}
-	if err := s.RecordOutcome(ctx, "r", 1, out); err != nil {
+	if err := s.RecordOutcome(ctx, leaseOf(t, s, "r"), 1, out); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.RecordOutcome(ctx, "r", 1, out); err != nil {
+	if err := s.RecordOutcome(ctx, leaseOf(t, s, "r"), 1, out); err != nil {
 		t.Errorf("same outcome again: %v", err)
 	}
-	if err := s.RecordOutcome(ctx, "r", 1, core.ToolResult{CallID: "a", Error: "no"}); !errors.Is(err, ErrConflict) {
+	if err := s.RecordOutcome(ctx, leaseOf(t, s, "r"), 1, core.ToolResult{CallID: "a", Error: "no"}); !errors.Is(err, ErrConflict) {
 		t.Errorf("other outcome: %v", err)
 	}
-	if err := s.RecordOutcome(ctx, "r", 1, core.ToolResult{CallID: "c", Output: "?"}); !errors.Is(err, ErrNotFound) {
+	if err := s.RecordOutcome(ctx, leaseOf(t, s, "r"), 1, core.ToolResult{CallID: "c", Output: "?"}); !errors.Is(err, ErrNotFound) {
 		t.Errorf("outcome without intent: %v", err)
 	}
-	if err := s.RecordIntent(ctx, "r", 1, core.ToolCall{Name: "x"}); err == nil {
+	if err := s.RecordIntent(ctx, leaseOf(t, s, "r"), 1, core.ToolCall{Name: "x"}); err == nil {
 		t.Error("intent without call id accepted")
 	}
 

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -32,9 +33,12 @@ type Options struct {
 	// BusyTimeout is how long a write waits for another process holding
 	// the write lock before it fails (default 5s).
 	BusyTimeout time.Duration
-	// Now is the store's clock, used for created/updated times (default
-	// time.Now). Times are stored in nanoseconds, UTC.
+	// Now is the store's clock, used for created/updated times and lease
+	// expiries (default time.Now). Times are stored in nanoseconds, UTC.
 	Now func() time.Time
+	// MustExist refuses to create the database: a file that does not
+	// exist is ErrNotFound (for commands that only read).
+	MustExist bool
 }
 
 // SQLite is the SQLite store. It is safe for concurrent use by many
@@ -85,6 +89,16 @@ func Open(path string, opts *Options) (*SQLite, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
+	}
+	if fi, err := os.Stat(abs); err != nil {
+		if o.MustExist {
+			return nil, fmt.Errorf("open store: %w: no database at %s", ErrNotFound, abs)
+		}
+		if dir, derr := os.Stat(filepath.Dir(abs)); derr != nil || !dir.IsDir() {
+			return nil, fmt.Errorf("open store: %w: the directory %s does not exist", ErrNotFound, filepath.Dir(abs))
+		}
+	} else if fi.IsDir() {
+		return nil, fmt.Errorf("open store: %s is a directory, not a database file", abs)
 	}
 	s := &SQLite{path: abs, now: o.Now}
 	// The schema declares its foreign keys, but SQLite does not enforce

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stepwise-agent/stepwise/core"
 )
@@ -108,7 +109,7 @@ func helperAppendForever(path, id string) error {
 	latest, err := s.LoadLatest(ctx, id)
 	switch {
 	case errors.Is(err, ErrNotFound):
-		if err := s.CreateRun(ctx, NewRun{ID: id, Agent: "crash", Initial: synthInitial(id)}); err != nil {
+		if _, err := s.CreateRun(ctx, NewRun{ID: id, Agent: "crash", Initial: synthInitial(id)}); err != nil {
 			return err
 		}
 		fmt.Println(0)
@@ -117,11 +118,20 @@ func helperAppendForever(path, id string) error {
 	default:
 		last = latest.Seq
 	}
+	// The killed writer's lease is live for an hour: its process is gone,
+	// so this one takes the run over, as the shell does for a dead holder.
+	l, err := s.Acquire(ctx, id, LeaseRequest{Owner: "crash/1/x", TTL: time.Hour})
+	if busy, ok := errors.AsType[*BusyError](err); ok {
+		l, err = s.Acquire(ctx, id, LeaseRequest{Owner: "crash/1/x", TTL: time.Hour, TakeOver: &busy.Holder})
+	}
+	if err != nil {
+		return err
+	}
 	return synthRun(id, 1<<30, func(cp Checkpoint) error {
 		if cp.Seq <= last {
 			return nil
 		}
-		if err := s.Checkpoint(ctx, id, cp); err != nil {
+		if err := s.Checkpoint(ctx, l, cp); err != nil {
 			return err
 		}
 		_, err := fmt.Println(cp.Seq)
@@ -141,10 +151,11 @@ func appendRuns(path string, ids []string, steps int) error {
 	for i, id := range ids {
 		wg.Go(func() {
 			ctx := context.Background()
-			if errs[i] = s.CreateRun(ctx, NewRun{ID: id, Agent: "concurrent", Initial: synthInitial(id)}); errs[i] != nil {
+			l, err := s.CreateRun(ctx, NewRun{ID: id, Agent: "concurrent", Initial: synthInitial(id), Owner: "concurrent/1/x", LeaseTTL: time.Hour})
+			if errs[i] = err; err != nil {
 				return
 			}
-			errs[i] = synthRun(id, steps, func(cp Checkpoint) error { return s.Checkpoint(ctx, id, cp) })
+			errs[i] = synthRun(id, steps, func(cp Checkpoint) error { return s.Checkpoint(ctx, l, cp) })
 		})
 	}
 	wg.Wait()

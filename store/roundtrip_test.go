@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -30,7 +31,7 @@ func TestRoundTrip(t *testing.T) {
 		if len(log) == 0 {
 			initial.Messages = nil
 		}
-		if err := s.CreateRun(ctx, NewRun{ID: id, Agent: "a", Initial: initial}); err != nil {
+		if _, err := s.CreateRun(ctx, NewRun{ID: id, Agent: "a", Initial: initial}); err != nil {
 			t.Fatal(err)
 		}
 		type saved struct {
@@ -55,7 +56,7 @@ func TestRoundTrip(t *testing.T) {
 				a = genAction(t, fmt.Sprintf("action%d", seq), st)
 			}
 			r := genResult(t, fmt.Sprintf("result%d", seq))
-			if err := s.Checkpoint(ctx, id, Checkpoint{Seq: seq, Result: r, Action: a}); err != nil {
+			if err := s.Checkpoint(ctx, leaseOf(t, s, id), Checkpoint{Seq: seq, Result: r, Action: a}); err != nil {
 				t.Fatalf("checkpoint %d: %v", seq, err)
 			}
 			want = append(want, saved{st: a.Next(), a: a, r: r})
@@ -121,7 +122,7 @@ func TestRoundTripSegments(t *testing.T) {
 	} {
 		var log []core.Message
 		initial := baseState("q", nil)
-		if err := s.CreateRun(ctx, NewRun{ID: c.id, Initial: initial}); err != nil {
+		if _, err := s.CreateRun(ctx, NewRun{ID: c.id, Initial: initial}); err != nil {
 			t.Fatal(err)
 		}
 		want := []core.State{initial}
@@ -139,7 +140,14 @@ func TestRoundTripSegments(t *testing.T) {
 			if rng.IntN(10) == 0 { // another store on the file: it reads segments back
 				w = other
 			}
-			if err := w.Checkpoint(ctx, c.id, Checkpoint{Seq: seq, Action: a}); err != nil {
+			// The writer takes the run over from the other store when it
+			// was the last to write.
+			err := w.Checkpoint(ctx, leaseOf(t, w, c.id), Checkpoint{Seq: seq, Action: a})
+			if errors.Is(err, ErrLeaseLost) {
+				forgetLease(w, c.id)
+				err = w.Checkpoint(ctx, leaseOf(t, w, c.id), Checkpoint{Seq: seq, Action: a})
+			}
+			if err != nil {
 				t.Fatal(err)
 			}
 			want = append(want, a.Next())
@@ -168,14 +176,14 @@ func TestRoundTripSegments(t *testing.T) {
 		// A fork from the end: its step 0 holds the whole log.
 		last := want[len(want)-1]
 		fork := c.id + "-fork"
-		if err := s.CreateRun(ctx, NewRun{ID: fork, Initial: last, ParentID: c.id, ParentStep: c.steps}); err != nil {
+		if _, err := s.CreateRun(ctx, NewRun{ID: fork, Initial: last, ParentID: c.id, ParentStep: c.steps}); err != nil {
 			t.Fatal(err)
 		}
 		st := last
 		for seq := 1; seq <= segmentSteps+1; seq++ {
 			st.Messages = append(st.Messages[:len(st.Messages):len(st.Messages)], core.Message{Role: core.RoleUser, Content: "more"})
 			a := withAction("model", st)
-			if err := s.Checkpoint(ctx, fork, Checkpoint{Seq: seq, Action: a}); err != nil {
+			if err := s.Checkpoint(ctx, leaseOf(t, s, fork), Checkpoint{Seq: seq, Action: a}); err != nil {
 				t.Fatal(err)
 			}
 			st = a.Next()

@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 
 	"github.com/mattn/go-sqlite3"
@@ -179,8 +180,41 @@ func (tx *wtx) insertStep(r *stepRow, rk int64) error {
 	return tx.hot(func(h *hotStmts) error { return h.insertStep(r, rk) })
 }
 
+// insertFenced inserts a step row while l is the run's lease (see
+// fencedInsertStepSQL), setting its checksum; otherwise it writes nothing
+// and returns ErrLeaseLost.
+func (tx *wtx) insertFenced(ctx context.Context, r *stepRow, rk int64, l Lease) error {
+	var fenced bool
+	err := tx.hot(func(h *hotStmts) (err error) {
+		fenced, err = h.insertFenced(r, rk, l.Token)
+		return err
+	})
+	if err == nil && !fenced {
+		return lostOrMissing(ctx, tx, l)
+	}
+	return err
+}
+
 // insertStep inserts a step row, setting its checksum.
 func (h *hotStmts) insertStep(r *stepRow, rk int64) error {
+	h.stepArgs(r, rk)
+	defer clear(h.args) // the blobs are the caller's
+	return h.query(hotInsertStep, h.args...)
+}
+
+// insertFenced inserts a step row while token is the run's lease token,
+// setting its checksum; fenced is false when the lease is not the run's
+// (nothing was written).
+func (h *hotStmts) insertFenced(r *stepRow, rk, token int64) (fenced bool, err error) {
+	h.stepArgs(r, rk)
+	h.args = append(h.args, driver.NamedValue{Ordinal: 12, Value: token})
+	defer clear(h.args) // the blobs are the caller's
+	return h.queryRow(hotInsertFenced, h.args...)
+}
+
+// stepArgs sets h.args to the arguments of a step insert, setting the
+// row's checksum.
+func (h *hotStmts) stepArgs(r *stepRow, rk int64) {
 	r.sum = stepSum(rk, r)
 	h.args = append(h.args[:0],
 		driver.NamedValue{Ordinal: 1, Value: rowKey(rk, r.seq)},
@@ -195,8 +229,6 @@ func (h *hotStmts) insertStep(r *stepRow, rk int64) error {
 		driver.NamedValue{Ordinal: 10, Value: r.msgs},
 		driver.NamedValue{Ordinal: 11, Value: r.sum},
 	)
-	defer clear(h.args) // the blobs are the caller's
-	return h.query(hotInsertStep, h.args...)
 }
 
 // The statements every checkpoint runs.
@@ -204,10 +236,11 @@ const (
 	hotBegin = iota
 	hotCommit
 	hotInsertStep
+	hotInsertFenced
 	nHot
 )
 
-var hotSQL = [nHot]string{`BEGIN IMMEDIATE`, `COMMIT`, insertStepSQL}
+var hotSQL = [nHot]string{`BEGIN IMMEDIATE`, `COMMIT`, insertStepSQL, fencedInsertStepSQL}
 
 // hotStmts are the hot statements prepared at the driver level on one
 // connection, each when first run. They are used only inside
@@ -244,6 +277,29 @@ func (h *hotStmts) query(i int, args ...driver.NamedValue) error {
 		return err
 	}
 	return rows.Close()
+}
+
+// queryRow runs hot statement i with args as a query and reports whether
+// it returned a row.
+func (h *hotStmts) queryRow(i int, args ...driver.NamedValue) (bool, error) {
+	st, err := h.stmt(i)
+	if err != nil {
+		return false, err
+	}
+	rows, err := st.QueryContext(context.Background(), args)
+	if err != nil {
+		return false, err
+	}
+	var dest [1]driver.Value
+	err = rows.Next(dest[:])
+	closeErr := rows.Close()
+	switch {
+	case err == nil:
+		return true, closeErr
+	case errors.Is(err, io.EOF):
+		return false, closeErr
+	}
+	return false, err
 }
 
 // stmt returns hot statement i, prepared when first used.

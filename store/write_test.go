@@ -54,7 +54,7 @@ func TestWriteRollsBack(t *testing.T) {
 	}
 	// The connection still takes checkpoints.
 	cp, _ := turnStep(st.Messages, 1, 10)
-	if err := s.Checkpoint(ctx, "r1", cp); err != nil {
+	if err := s.Checkpoint(ctx, leaseOf(t, s, "r1"), cp); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -65,7 +65,7 @@ func TestCheckpointCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	cp, _ := turnStep(st.Messages, 1, 10)
-	if err := s.Checkpoint(ctx, "r1", cp); !errors.Is(err, context.Canceled) {
+	if err := s.Checkpoint(ctx, leaseOf(t, s, "r1"), cp); !errors.Is(err, context.Canceled) {
 		t.Fatalf("checkpoint under a cancelled context: %v", err)
 	}
 	if info, err := s.Run(context.Background(), "r1"); err != nil || info.LastSeq != 0 {
@@ -83,7 +83,7 @@ func TestWriteAfterConnectionReplaced(t *testing.T) {
 	var prev *sqlite3.SQLiteConn
 	for seq := 1; seq <= 4; seq++ {
 		cp, log = turnStep(log, seq, 10)
-		if err := s.Checkpoint(ctx, "r1", cp); err != nil {
+		if err := s.Checkpoint(ctx, leaseOf(t, s, "r1"), cp); err != nil {
 			t.Fatalf("step %d: %v", seq, err)
 		}
 		if s.hot.h == nil || s.hot.h.conn == prev {
@@ -114,17 +114,17 @@ func TestForeignKeysHold(t *testing.T) {
 	for seq := 1; seq <= 2*segmentSteps+3; seq++ { // closes two segments
 		var cp Checkpoint
 		cp, log = turnStep(log, seq, 50)
-		if err := s.Checkpoint(ctx, "r", cp); err != nil {
+		if err := s.Checkpoint(ctx, leaseOf(t, s, "r"), cp); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := s.RecordIntent(ctx, "r", 7, core.ToolCall{ID: "c7", Name: "search", Args: []byte(`{}`)}); err != nil {
+	if err := s.RecordIntent(ctx, leaseOf(t, s, "r"), 7, core.ToolCall{ID: "c7", Name: "search", Args: []byte(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.RecordOutcome(ctx, "r", 7, core.ToolResult{CallID: "c7", Output: "found"}); err != nil {
+	if err := s.RecordOutcome(ctx, leaseOf(t, s, "r"), 7, core.ToolResult{CallID: "c7", Output: "found"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.CreateRun(ctx, NewRun{ID: "fork", Agent: "agent", ParentID: "r", ParentStep: 70, Initial: baseState("q", log[:4])}); err != nil {
+	if _, err := s.CreateRun(ctx, NewRun{ID: "fork", Agent: "agent", ParentID: "r", ParentStep: 70, Initial: baseState("q", log[:4])}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.MemoryCreate(ctx, "ns", []core.Entity{{Name: "Alice", Observations: []string{"engineer"}}, {Name: "Acme"}},
@@ -138,7 +138,7 @@ func TestForeignKeysHold(t *testing.T) {
 	if _, err := s.ImportAs(ctx, &exported, "copy"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.SetStatus(ctx, "r", StatusInterrupted, "test"); err != nil {
+	if err := s.SetStatus(ctx, leaseOf(t, s, "r"), StatusChange{Status: StatusInterrupted, Reason: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	rows, err := s.r.Query(`PRAGMA foreign_key_check`)
@@ -187,20 +187,21 @@ func TestCheckpointAfterAnotherWriter(t *testing.T) {
 	log := newRun(t, a, "r").Messages
 	var cp1, cp2, cp3 Checkpoint
 	cp1, log = turnStep(log, 1, 10)
-	if err := a.Checkpoint(ctx, "r", cp1); err != nil {
+	if err := a.Checkpoint(ctx, leaseOf(t, a, "r"), cp1); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := a.tail("r"); !ok {
 		t.Fatal("a does not remember the run's tail")
 	}
 	cp2, log = turnStep(log, 2, 10)
-	if err := b.Checkpoint(ctx, "r", cp2); err != nil {
+	if err := b.Checkpoint(ctx, leaseOf(t, b, "r"), cp2); err != nil {
 		t.Fatal(err)
 	}
-	// a's own step 2, with other messages: its tail says step 1 is the last.
+	// a's own step 2, with other messages: its tail says step 1 is the
+	// last, and b took the run over, so a's lease no longer fences.
 	mine, _ := turnStep(cp1.Action.Next().Messages, 2, 99)
-	if err := a.Checkpoint(ctx, "r", mine); err == nil {
-		t.Fatal("a appended over b's step 2")
+	if err := a.Checkpoint(ctx, leaseOf(t, a, "r"), mine); !errors.Is(err, ErrLeaseLost) {
+		t.Fatalf("a appended over b's step 2, or failed otherwise: %v", err)
 	}
 	if inTransaction(t, a) {
 		t.Fatal("the failed checkpoint left a transaction open")
@@ -208,11 +209,13 @@ func TestCheckpointAfterAnotherWriter(t *testing.T) {
 	if _, ok := a.tail("r"); ok {
 		t.Fatal("a still trusts its stale tail")
 	}
-	if err := a.Checkpoint(ctx, "r", mine); !errors.Is(err, ErrSeq) {
+	// a takes the run back: its step 2 is now out of order.
+	forgetLease(a, "r")
+	if err := a.Checkpoint(ctx, leaseOf(t, a, "r"), mine); !errors.Is(err, ErrSeq) {
 		t.Fatalf("a's step 2 again: %v, want ErrSeq", err)
 	}
 	cp3, log = turnStep(log, 3, 10)
-	if err := a.Checkpoint(ctx, "r", cp3); err != nil {
+	if err := a.Checkpoint(ctx, leaseOf(t, a, "r"), cp3); err != nil {
 		t.Fatalf("a's step 3 after b's step 2: %v", err)
 	}
 	rec, err := b.LoadLatest(ctx, "r")

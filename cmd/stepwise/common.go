@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/stepwise-agent/stepwise/core"
 	"github.com/stepwise-agent/stepwise/shell"
@@ -33,12 +34,16 @@ func (e *env) dbPath(flagValue string) string {
 }
 
 // openStore opens the database; on failure it prints why and returns the
-// exit code to use.
-func (e *env) openStore(cmd, flagValue string) (*store.SQLite, int) {
+// exit code to use. A read-only command never creates the database: a
+// missing file (or directory) is a usage error.
+func (e *env) openStore(cmd, flagValue string, readOnly bool) (*store.SQLite, int) {
 	path := e.dbPath(flagValue)
-	db, err := store.Open(path, nil)
+	db, err := store.Open(path, &store.Options{MustExist: readOnly})
 	if err != nil {
-		fmt.Fprintf(e.stderr, "stepwise %s: open %s: %v\n", cmd, path, err)
+		fmt.Fprintf(e.stderr, "stepwise %s: %v\n", cmd, err)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, exitUsage
+		}
 		return nil, exitInternal
 	}
 	return db, -1
@@ -97,18 +102,58 @@ func (e *env) storeErr(cmd string, err error) int {
 	return exitInternal
 }
 
-func (e *env) runner(spec *agent.Spec, db *store.SQLite, quiet bool) *shell.Runner {
+// runFlags are the flags of the commands that drive a run.
+type runFlags struct {
+	wait *time.Duration
+}
+
+func (e *env) driveFlags(fs *flag.FlagSet) runFlags {
+	return runFlags{wait: fs.Duration("wait", 0, "when another process drives the run, wait up to this long for it (e.g. 30s) instead of exiting 6")}
+}
+
+// runner makes the runner for ag: progress on stderr unless quiet, with
+// ag's secrets redacted from everything the command prints from now on.
+func (e *env) runner(spec *agent.Spec, ag *shell.Agent, db *store.SQLite, quiet bool, rf runFlags) (*shell.Runner, int) {
+	e.redact(ag.Secrets)
 	opts := &shell.Options{ToolTimeout: spec.ToolTimeout, RunTimeout: spec.RunTimeout, MaxToolOutput: spec.MaxToolOutput}
+	if rf.wait != nil {
+		opts.Wait = *rf.wait
+	}
+	if v := e.getenv("STEPWISE_LEASE_TTL"); v != "" {
+		ttl, err := time.ParseDuration(v)
+		if err != nil || ttl < 100*time.Millisecond {
+			fmt.Fprintf(e.stderr, "stepwise: STEPWISE_LEASE_TTL=%q: want a duration of at least 100ms, like 15s\n", v)
+			return nil, exitUsage
+		}
+		opts.LeaseTTL = ttl
+	}
 	if !quiet {
 		opts.Observer = newProgress(e.stderr, e.getenv("NO_COLOR") == "")
 	}
-	return shell.NewRunner(db, opts)
+	return shell.NewRunner(db, opts), -1
+}
+
+// redact makes stdout and stderr replace the secrets' values by markers.
+func (e *env) redact(secrets []shell.Secret) {
+	x := shell.NewRedactor(secrets)
+	e.stdout = newRedactingWriter(e.stdout, x)
+	e.stderr = newRedactingWriter(e.stderr, x)
 }
 
 // session opens the database and a context cancelled by SIGINT or SIGTERM;
 // done releases both. On failure it prints why and returns the exit code.
 func (e *env) session(cmd, dbFlag string) (context.Context, *store.SQLite, func(), int) {
-	st, code := e.openStore(cmd, dbFlag)
+	return e.openSession(cmd, dbFlag, false)
+}
+
+// readSession is session for commands that only read: the database must
+// exist.
+func (e *env) readSession(cmd, dbFlag string) (context.Context, *store.SQLite, func(), int) {
+	return e.openSession(cmd, dbFlag, true)
+}
+
+func (e *env) openSession(cmd, dbFlag string, readOnly bool) (context.Context, *store.SQLite, func(), int) {
+	st, code := e.openStore(cmd, dbFlag, readOnly)
 	if code >= 0 {
 		return nil, nil, nil, code
 	}
@@ -116,10 +161,25 @@ func (e *env) session(cmd, dbFlag string) (context.Context, *store.SQLite, func(
 	return ctx, st, func() { stop(); st.Close() }, -1
 }
 
-// signalContext is cancelled by SIGINT or SIGTERM; the runner then marks the
-// run interrupted after checkpointing.
+// signalContext is cancelled by SIGINT or SIGTERM, with a cause naming
+// the signal; the runner then marks the run interrupted after
+// checkpointing, with that cause as the reason.
 func signalContext() (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		select {
+		case sig := <-ch:
+			name := "SIGTERM"
+			if sig == os.Interrupt {
+				name = "SIGINT"
+			}
+			cancel(fmt.Errorf("interrupted by %s", name))
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() { signal.Stop(ch); cancel(nil) }
 }
 
 // jsonOutcome is the --json shape of run, resume and fork.
@@ -132,6 +192,11 @@ type jsonOutcome struct {
 	Steps     int          `json:"steps"`
 	Error     string       `json:"error"`
 	Failure   *jsonFailure `json:"failure,omitempty"`
+	// Reason says why an interrupted or stalled run stopped.
+	Reason string `json:"reason,omitempty"`
+	// RetryAt is when a stalled run may be tried again (RFC 3339).
+	RetryAt string        `json:"retry_at,omitempty"`
+	InDoubt []jsonInDoubt `json:"in_doubt_calls,omitempty"`
 }
 
 type jsonCall struct {
@@ -145,29 +210,63 @@ type jsonFailure struct {
 	Reason string `json:"reason"`
 }
 
+// jsonInDoubt is an in-doubt call: a non-idempotent call that was in flight
+// when its run stopped.
+type jsonInDoubt struct {
+	jsonCall
+	Step       int    `json:"step"`
+	Started    string `json:"started"`
+	Resolution string `json:"resolution,omitempty"`
+}
+
+func inDoubtJSON(list []shell.InDoubtCall) []jsonInDoubt {
+	var out []jsonInDoubt
+	for _, d := range list {
+		out = append(out, jsonInDoubt{jsonCall: jsonCall{ID: d.Call.ID, Name: d.Call.Name, Arguments: rawArgs(d.Call.Args)},
+			Step: d.Step, Started: d.Started.UTC().Format(time.RFC3339Nano), Resolution: d.Resolution})
+	}
+	return out
+}
+
+// rawArgs is call arguments as JSON ({} when empty or not JSON).
+func rawArgs(b []byte) json.RawMessage {
+	if !json.Valid(b) {
+		return json.RawMessage("{}")
+	}
+	return b
+}
+
 // report prints an outcome (answer on stdout, the rest on stderr, or one JSON
 // object) and returns the exit code for its status.
 func (e *env) report(out shell.Outcome, asJSON bool) int {
 	code := exitCode(out.Status)
 	if asJSON {
-		j := jsonOutcome{RunID: out.RunID, Status: string(out.Status), Answer: out.Answer, ToolsUsed: nonNil(out.ToolsUsed), Pending: []jsonCall{}, Steps: out.Steps}
+		j := jsonOutcome{RunID: out.RunID, Status: string(out.Status), Answer: out.Answer, ToolsUsed: nonNil(out.ToolsUsed), Pending: []jsonCall{}, Steps: out.Steps,
+			Reason: out.Reason, InDoubt: inDoubtJSON(out.InDoubt)}
 		for _, c := range out.Pending {
-			j.Pending = append(j.Pending, jsonCall{ID: c.ID, Name: c.Name, Arguments: c.Args})
+			j.Pending = append(j.Pending, jsonCall{ID: c.ID, Name: c.Name, Arguments: rawArgs(c.Args)})
 		}
 		if out.Failure != nil {
 			j.Error = out.Failure.Reason
 			j.Failure = &jsonFailure{Code: string(out.Failure.Code), Reason: out.Failure.Reason}
+		}
+		if !out.RetryAt.IsZero() {
+			j.RetryAt = out.RetryAt.UTC().Format(time.RFC3339)
 		}
 		enc := json.NewEncoder(e.stdout)
 		enc.SetEscapeHTML(false)
 		_ = enc.Encode(j)
 		return code
 	}
+	for _, d := range out.InDoubt {
+		fmt.Fprintf(e.stderr, "in doubt: %s %s %s was in flight when the run stopped (started %s): %s\n",
+			d.Call.ID, d.Call.Name, d.Call.Args, d.Started.Local().Format(time.DateTime), resolutionText(d.Resolution))
+	}
 	switch out.Status {
 	case store.StatusCompleted:
 		fmt.Fprintln(e.stdout, out.Answer)
-	case store.StatusFailed:
-		fmt.Fprintf(e.stderr, "run %s failed (%s): %s\n", out.RunID, out.Failure.Code, out.Failure.Reason)
+	case store.StatusFailed, store.StatusCancelled:
+		fmt.Fprintf(e.stderr, "run %s %s (%s): %s\n", out.RunID, out.Status, out.Failure.Code, out.Failure.Reason)
 	case store.StatusAwaitingToolResults:
 		fmt.Fprintf(e.stderr, "run %s is paused awaiting results for %d tool call(s):\n", out.RunID, len(out.Pending))
 		for _, c := range out.Pending {
@@ -175,17 +274,42 @@ func (e *env) report(out shell.Outcome, asJSON bool) int {
 		}
 		fmt.Fprintf(e.stderr, "resume with: stepwise resume %s --results FILE   (FILE: [{\"tool_call_id\": ID, \"result\": ...}])\n", out.RunID)
 	case store.StatusInterrupted:
-		fmt.Fprintf(e.stderr, "run %s was interrupted; continue it with: stepwise resume %s\n", out.RunID, out.RunID)
+		fmt.Fprintf(e.stderr, "run %s was %s; continue it with: stepwise resume %s\n", out.RunID, out.Reason, out.RunID)
+	case store.StatusStalled:
+		when := "now"
+		if !out.RetryAt.IsZero() {
+			when = "after " + out.RetryAt.Local().Format(time.DateTime)
+		}
+		fmt.Fprintf(e.stderr, "run %s stalled: %s\ntry it again (%s) with: stepwise resume %s   (--agent FILE to change its agent)\n", out.RunID, out.Reason, when, out.RunID)
 	}
 	return code
+}
+
+func resolutionText(r string) string {
+	switch r {
+	case "answered":
+		return "its outcome was given by --results"
+	case "not_run":
+		return "--results said it did not run, so it ran"
+	case "unknown":
+		return "the model was told its outcome is unknown"
+	case "rerun":
+		return "the agent's in_doubt policy ran it again"
+	case "waiting":
+		return "the run waits for you: answer it with --results FILE ({\"tool_call_id\", \"result\" | \"error\" | \"not_run\": true})"
+	}
+	return r
 }
 
 func (e *env) runErr(cmd string, err error) int {
 	fmt.Fprintf(e.stderr, "stepwise %s: %v\n", cmd, err)
 	switch {
+	case errors.Is(err, shell.ErrBusy), errors.Is(err, shell.ErrLeaseLost), errors.Is(err, shell.ErrAlreadyAnswered):
+		return exitBusy
 	case errors.Is(err, core.ErrUnknownCall), errors.Is(err, core.ErrDuplicateResult), errors.Is(err, core.ErrMissingResults),
 		errors.Is(err, core.ErrWrongResult), errors.Is(err, core.ErrNothingPending), errors.Is(err, shell.ErrNotPaused),
-		errors.Is(err, shell.ErrRunEnded), errors.Is(err, store.ErrNotFound), errors.Is(err, core.ErrInvalidConfig):
+		errors.Is(err, shell.ErrRunEnded), errors.Is(err, store.ErrNotFound), errors.Is(err, core.ErrInvalidConfig),
+		errors.Is(err, shell.ErrBadResults), errors.Is(err, agent.ErrInvalid):
 		return exitUsage
 	}
 	return exitInternal
@@ -195,12 +319,14 @@ func exitCode(s store.Status) int {
 	switch s {
 	case store.StatusCompleted:
 		return exitCompleted
-	case store.StatusFailed:
+	case store.StatusFailed, store.StatusCancelled:
 		return exitFailed
 	case store.StatusAwaitingToolResults:
 		return exitPaused
 	case store.StatusInterrupted:
 		return exitInterrupted
+	case store.StatusStalled:
+		return exitStalled
 	}
 	return exitInternal
 }

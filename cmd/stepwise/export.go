@@ -17,7 +17,7 @@ func init() {
 		if code >= 0 {
 			return code
 		}
-		ctx, st, done, code := e.session(ex.name, *db)
+		ctx, st, done, code := e.readSession(ex.name, *db)
 		if code >= 0 {
 			return code
 		}

@@ -11,12 +11,13 @@ import (
 )
 
 func init() {
-	c := &command{name: "fork", args: "RUN_ID --at STEP [--result FILE] [--script FILE]", summary: "start a new run from a step of a recorded run",
+	c := &command{name: "fork", args: "RUN_ID --at STEP [--result FILE] [--script FILE] [--agent AGENT.toml]", summary: "start a new run from a step of a recorded run",
 		help: `Starts a new run from the state at STEP of RUN_ID, then continues live.
 With --result, STEP's request gets that result instead of being performed again:
 a model reply {"text": "...", "tool_calls": [{"id", "name", "arguments"}]} or tool
 results [{"tool_call_id": ..., "result": ...}]. With --script, the new run's model
-calls are answered from the script, starting at its first line.`}
+calls are answered from the script, starting at its first line. With --agent, the
+new run is driven by that agent file instead of the recorded one.`}
 	c.run = func(e *env, args []string) int {
 		fs := e.flags(c)
 		db := e.dbFlag(fs)
@@ -24,6 +25,7 @@ calls are answered from the script, starting at its first line.`}
 		resultFile := fs.String("result", "", "a different result for STEP (JSON), - for stdin")
 		script := fs.String("script", "", "answer the new run's model calls from this JSONL script")
 		asJSON := fs.Bool("json", false, "print one JSON object (see stepwise help run)")
+		agentFile := fs.String("agent", "", "drive the new run with this agent file instead of the recorded one")
 		quiet := fs.Bool("quiet", false, "no progress on stderr")
 		pos, code := e.parse(c, fs, args, 1, 1)
 		if code >= 0 {
@@ -37,12 +39,17 @@ calls are answered from the script, starting at its first line.`}
 		if *resultFile != "" {
 			data, err := e.readInput(*resultFile)
 			if err != nil {
-				return e.runErr(c.name, err)
+				fmt.Fprintf(e.stderr, "stepwise fork: --result: %v\n", err)
+				return exitUsage
 			}
 			if res, err = parseForkResult(data); err != nil {
 				fmt.Fprintf(e.stderr, "stepwise fork: --result: %v\n", err)
 				return exitUsage
 			}
+		}
+		scriptPath, code := e.scriptPath(c.name, *script)
+		if code >= 0 {
+			return code
 		}
 		ctx, st, done, code := e.session(c.name, *db)
 		if code >= 0 {
@@ -53,17 +60,22 @@ calls are answered from the script, starting at its first line.`}
 		if err != nil {
 			return e.storeErr(c.name, err)
 		}
-		spec, opts, err := agent.FromSource(info.Config)
-		if err != nil {
+		var spec *agent.Spec
+		var opts agent.BuildOptions
+		if *agentFile != "" {
+			if spec, code = e.loadAgent(c.name, *agentFile); code >= 0 {
+				return code
+			}
+		} else if spec, opts, err = agent.FromSource(info.Config); err != nil {
 			return e.runErr(c.name, err)
 		}
-		if *script != "" {
+		if scriptPath != "" {
 			rec, err := st.LoadStep(ctx, pos[0], *at)
 			if err != nil {
 				return e.storeErr(c.name, err)
 			}
 			// The script's first line answers the first model call after the fork.
-			opts = agent.BuildOptions{Script: *script, ScriptOffset: rec.State.Counters.ModelCalls}
+			opts = agent.BuildOptions{Script: scriptPath, ScriptOffset: rec.State.Counters.ModelCalls}
 			if rec.State.Pending != nil && rec.State.Pending.Kind == core.PendingModel && res == nil {
 				opts.ScriptOffset--
 			}
@@ -73,7 +85,11 @@ calls are answered from the script, starting at its first line.`}
 			return code
 		}
 		defer closeAgent(ag)
-		out, err := e.runner(spec, st, *quiet || *asJSON).Fork(ctx, ag, pos[0], *at, res)
+		r, code := e.runner(spec, ag, st, *quiet || *asJSON, runFlags{})
+		if code >= 0 {
+			return code
+		}
+		out, err := r.Fork(ctx, ag, pos[0], *at, res)
 		if err != nil {
 			return e.runErr(c.name, err)
 		}
@@ -86,11 +102,14 @@ calls are answered from the script, starting at its first line.`}
 func parseForkResult(data []byte) (core.Result, error) {
 	data = bytes.TrimSpace(data)
 	if len(data) > 0 && data[0] == '[' {
-		res, err := shell.ParseResults(data)
+		ans, err := shell.ParseResults(data)
 		if err != nil {
 			return nil, err
 		}
-		return core.ToolResults{Results: res}, nil
+		if len(ans.NotRun) > 0 {
+			return nil, fmt.Errorf("not_run answers in-doubt calls (stepwise resume --results); a fork needs results")
+		}
+		return core.ToolResults{Results: ans.Results}, nil
 	}
 	var reply struct {
 		Text      string `json:"text"`

@@ -21,6 +21,8 @@ const (
 	exitPaused      = 3
 	exitInterrupted = 4
 	exitInternal    = 5
+	exitBusy        = 6
+	exitStalled     = 7
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -49,6 +51,7 @@ func main() {
 }
 
 func (e *env) main(args []string) (code int) {
+	defer e.flushAll()
 	defer func() {
 		if p := recover(); p != nil {
 			fmt.Fprintf(e.stderr, "stepwise: internal error: %v\n", p)
@@ -78,11 +81,15 @@ func (e *env) main(args []string) (code int) {
 
 const exitCodesHelp = `Exit codes:
   0  the run completed (or the command succeeded)
-  1  the run failed (or replay found a divergence)
-  2  usage or config error (bad flags, bad agent file, bad results)
+  1  the run failed or was cancelled (or replay found a divergence)
+  2  usage or config error (bad flags, bad agent file, bad or missing results file)
   3  the run is paused awaiting tool results (resume it with --results)
   4  the run was interrupted (resume it with stepwise resume RUN_ID)
   5  internal error (the store, the disk)
+  6  busy: another process drives the run, or took it over, or already answered
+     its pause (retry later, or pass --wait DURATION)
+  7  the run stalled: a model or tool stayed unavailable past its retry policy, or
+     an in-doubt call waits for you (resume it later, or with --agent FILE)
 `
 
 func (e *env) usage(w io.Writer) {
@@ -96,7 +103,9 @@ func (e *env) usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-9s %s\n", n, commands[n].summary)
 	}
 	fmt.Fprintf(w, "\nRun `stepwise help COMMAND` or `stepwise COMMAND --help` for details.\n\n%s", exitCodesHelp)
-	fmt.Fprintf(w, "\nEnvironment:\n  STEPWISE_DB  the database file when --db is not given (default ./stepwise.db)\n  NO_COLOR     plain progress output\n")
+	fmt.Fprintf(w, "\nStatuses: running, awaiting_tool_results, interrupted, stalled, completed, failed, cancelled.\n")
+	fmt.Fprintf(w, "\nEnvironment:\n  STEPWISE_DB         the database file when --db is not given (default ./stepwise.db)\n"+
+		"  STEPWISE_LEASE_TTL  how long a run's lease lasts unless renewed (default 15s)\n  NO_COLOR            plain progress output\n")
 }
 
 // flags builds a command's flag set; parse accepts flags before, between and

@@ -68,7 +68,7 @@ func TestMCPToolsEndToEnd(t *testing.T) {
 		"(t__add m1)\n    42",
 		`argument "a": expected an integer, found the string "forty"`,
 		"(t__add m4)\n    3",
-		"(t__fail m5)\n    error: nope",
+		"(t__fail m5) error\n    nope",
 		`unknown tool "t__teleport"`,
 	} {
 		if !strings.Contains(conv, s) {

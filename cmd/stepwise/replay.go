@@ -24,26 +24,40 @@ Exit 0 when identical, 1 on divergence.`}
 		if code >= 0 {
 			return code
 		}
-		ctx, st, done, code := e.session(c.name, *db)
+		ctx, st, done, code := e.readSession(c.name, *db)
 		if code >= 0 {
 			return code
 		}
 		defer done()
 		var spec *agent.Spec
+		var changes []shell.ConfigFrom
 		if *agentFile != "" {
 			if spec, code = e.loadAgent(c.name, *agentFile); code >= 0 {
 				return code
 			}
 		} else {
+			// The recorded agent, and every change made to it while the
+			// run went on (resume --agent), each from its step on.
 			info, err := st.Run(ctx, pos[0])
 			if err != nil {
 				return e.storeErr(c.name, err)
 			}
-			if spec, _, err = agent.FromSource(info.Config); err != nil {
+			if spec, _, err = agent.FromSource(info.StartConfig); err != nil {
 				return e.runErr(c.name, err)
 			}
+			recorded, err := st.AgentChanges(ctx, pos[0])
+			if err != nil {
+				return e.storeErr(c.name, err)
+			}
+			for _, ch := range recorded {
+				s, _, err := agent.FromSource(ch.Config)
+				if err != nil {
+					return e.runErr(c.name, fmt.Errorf("the agent change after step %d: %w", ch.Seq, err))
+				}
+				changes = append(changes, shell.ConfigFrom{Seq: ch.Seq, Config: s.Config})
+			}
 		}
-		rep, err := shell.Replay(ctx, st, pos[0], spec.Config)
+		rep, err := shell.ReplayChanges(ctx, st, pos[0], spec.Config, changes)
 		if err != nil {
 			return e.storeErr(c.name, err)
 		}

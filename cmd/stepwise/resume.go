@@ -1,25 +1,56 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/stepwise-agent/stepwise/shell"
+	"github.com/stepwise-agent/stepwise/shell/agent"
 )
 
 func init() {
-	c := &command{name: "resume", args: "RUN_ID [--results FILE|-]", summary: "continue an interrupted, crashed or paused run",
+	c := &command{name: "resume", args: "RUN_ID [--results FILE|-] [--agent AGENT.toml]", summary: "continue an interrupted, stalled, crashed or paused run",
 		help: `Continues a run from its last checkpoint. Calls that completed before a crash are
 not run again; calls that were in flight run again only if their tool is idempotent.
-With --results, answers a run awaiting tool results: a JSON array of
+A non-idempotent call that was in flight is in doubt: it is listed, and the agent's
+in_doubt policy decides (default: the model is told its outcome is unknown).
+
+With --results, answers the run: a JSON array with one entry per call,
   {"tool_call_id": "...", "result": ...}  or  {"tool_call_id": "...", "error": "..."}
-answering every pending call once. Unknown, duplicate or missing ids are refused
-(exit 2) and nothing changes.`}
+answering every call a paused run waits for (unknown, duplicate or missing ids are
+refused with exit 2 and nothing changes); or, for in-doubt calls, what they did
+(result or error) or {"tool_call_id": "...", "not_run": true} (so they run now).
+
+With --agent, the run continues with a changed agent file (a new base_url, key
+variable, timeout), recorded with the run. A run another process drives is refused
+with exit 6 (--wait DURATION waits for it instead).`}
 	c.run = func(e *env, args []string) int {
 		fs := e.flags(c)
 		db := e.dbFlag(fs)
 		results := fs.String("results", "", "tool results file (JSON array), - for stdin")
 		asJSON := fs.Bool("json", false, "print one JSON object (see stepwise help run)")
-		script := fs.String("script", "", "answer the primary model from this JSONL script")
+		script := fs.String("script", "", "answer the primary model from this JSONL script (relative to the current directory)")
+		agentFile := fs.String("agent", "", "continue with this agent file instead of the run's recorded agent")
 		quiet := fs.Bool("quiet", false, "no progress on stderr")
+		rf := e.driveFlags(fs)
 		pos, code := e.parse(c, fs, args, 1, 1)
+		if code >= 0 {
+			return code
+		}
+		var ans *shell.Answers
+		if *results != "" {
+			data, err := e.readInput(*results)
+			if err != nil {
+				fmt.Fprintf(e.stderr, "stepwise resume: --results: %v\n", err)
+				return exitUsage
+			}
+			a, err := shell.ParseResults(data)
+			if err != nil {
+				fmt.Fprintf(e.stderr, "stepwise resume: %v\n", err)
+				return exitUsage
+			}
+			ans = &a
+		}
+		scriptPath, code := e.scriptPath(c.name, *script)
 		if code >= 0 {
 			return code
 		}
@@ -28,25 +59,31 @@ answering every pending call once. Unknown, duplicate or missing ids are refused
 			return code
 		}
 		defer done()
-		spec, ag, code := e.storedAgent(ctx, c.name, st, pos[0], *script)
+		var spec *agent.Spec
+		var ag *shell.Agent
+		if *agentFile != "" {
+			if spec, code = e.loadAgent(c.name, *agentFile); code >= 0 {
+				return code
+			}
+			if _, err := st.Run(ctx, pos[0]); err != nil {
+				return e.storeErr(c.name, err)
+			}
+			ag, code = e.build(c.name, spec, agent.BuildOptions{Script: scriptPath})
+		} else {
+			spec, ag, code = e.storedAgent(ctx, c.name, st, pos[0], scriptPath)
+		}
 		if code >= 0 {
 			return code
 		}
 		defer closeAgent(ag)
-		r := e.runner(spec, st, *quiet || *asJSON)
+		r, code := e.runner(spec, ag, st, *quiet || *asJSON, rf)
+		if code >= 0 {
+			return code
+		}
 		var out shell.Outcome
 		var err error
-		if *results != "" {
-			data, rerr := e.readInput(*results)
-			if rerr != nil {
-				return e.runErr(c.name, rerr)
-			}
-			res, perr := shell.ParseResults(data)
-			if perr != nil {
-				e.stderr.Write([]byte("stepwise resume: " + perr.Error() + "\n"))
-				return exitUsage
-			}
-			out, err = r.Submit(ctx, ag, pos[0], res)
+		if ans != nil {
+			out, err = r.Submit(ctx, ag, pos[0], *ans)
 		} else {
 			out, err = r.Resume(ctx, ag, pos[0])
 		}

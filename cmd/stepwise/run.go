@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/stepwise-agent/stepwise/shell/agent"
@@ -9,14 +11,16 @@ import (
 
 func init() {
 	c := &command{name: "run", args: "AGENT.toml [INPUT]", summary: "run an agent on an input (stdin when absent)",
-		help: `Runs the agent to completion, failure, or a pause for external tools.
+		help: `Runs the agent to completion, failure, a pause for external tools, or a stall.
 Progress goes to stderr, one line per step; the answer goes to stdout.
-A paused run prints its pending calls (id, name, arguments) and exits 3.`}
+A paused run prints its pending calls (id, name, arguments) and exits 3; a run whose
+model or tools stay unavailable past their retry policy stalls and exits 7.
+Without INPUT the input is read from stdin; an empty input is refused.`}
 	c.run = func(e *env, args []string) int {
 		fs := e.flags(c)
 		db := e.dbFlag(fs)
-		asJSON := fs.Bool("json", false, "print one JSON object: run_id, status, answer, tools_used, pending_tool_calls, steps, error")
-		script := fs.String("script", "", "answer the primary model from this JSONL script instead of the agent's model")
+		asJSON := fs.Bool("json", false, "print one JSON object: run_id, status, answer, tools_used, pending_tool_calls, steps, error, reason, retry_at, in_doubt_calls")
+		script := fs.String("script", "", "answer the primary model from this JSONL script instead of the agent's model (a path relative to the current directory)")
 		quiet := fs.Bool("quiet", false, "no progress on stderr")
 		pos, code := e.parse(c, fs, args, 1, 2)
 		if code >= 0 {
@@ -30,14 +34,25 @@ A paused run prints its pending calls (id, name, arguments) and exits 3.`}
 		if len(pos) == 2 {
 			input = pos[1]
 		} else {
+			if isTerminal(e.stdin) {
+				fmt.Fprintln(e.stderr, "stepwise run: reading the input from stdin; end it with Ctrl-D (or pass it as an argument)")
+			}
 			b, err := e.readInput("-")
 			if err != nil {
 				fmt.Fprintf(e.stderr, "stepwise run: read input: %v\n", err)
 				return exitUsage
 			}
-			input = strings.TrimSpace(string(b))
+			input = string(b)
 		}
-		ag, code := e.build(c.name, spec, agent.BuildOptions{Script: *script})
+		if input = strings.TrimSpace(input); input == "" {
+			fmt.Fprintf(e.stderr, "stepwise run: the input is empty; give it as an argument or on stdin\n")
+			return exitUsage
+		}
+		scriptPath, code := e.scriptPath(c.name, *script)
+		if code >= 0 {
+			return code
+		}
+		ag, code := e.build(c.name, spec, agent.BuildOptions{Script: scriptPath})
 		if code >= 0 {
 			return code
 		}
@@ -47,11 +62,43 @@ A paused run prints its pending calls (id, name, arguments) and exits 3.`}
 			return code
 		}
 		defer done()
-		out, err := e.runner(spec, st, *quiet || *asJSON).Start(ctx, ag, input)
+		r, code := e.runner(spec, ag, st, *quiet || *asJSON, runFlags{})
+		if code >= 0 {
+			return code
+		}
+		out, err := r.Start(ctx, ag, input)
 		if err != nil {
 			return e.runErr(c.name, err)
 		}
 		return e.report(out, *asJSON)
 	}
 	register(c)
+}
+
+// scriptPath resolves a --script flag against the current directory, the
+// one way it is resolved, at run, resume and fork alike; a missing file is
+// a usage error.
+func (e *env) scriptPath(cmd, flagValue string) (string, int) {
+	if flagValue == "" {
+		return "", -1
+	}
+	abs, err := filepath.Abs(flagValue)
+	if err == nil {
+		_, err = os.Stat(abs)
+	}
+	if err != nil {
+		fmt.Fprintf(e.stderr, "stepwise %s: --script: %v\n", cmd, err)
+		return "", exitUsage
+	}
+	return abs, -1
+}
+
+// isTerminal reports whether r is a terminal (someone may be typing).
+func isTerminal(r any) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }

@@ -1,28 +1,36 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/stepwise-agent/stepwise/core"
+	"github.com/stepwise-agent/stepwise/shell"
+	"github.com/stepwise-agent/stepwise/shell/agent"
 	"github.com/stepwise-agent/stepwise/store"
 )
 
 func init() {
-	c := &command{name: "show", args: "RUN_ID [--step N]", summary: "show a run as a timeline",
-		help: `Shows the run as a readable timeline: each step's result and action, rendered by
-the core, with the time between steps and the tokens used. --step N shows one step
-in full: the result, the action, the state and the conversation.`}
+	c := &command{name: "show", args: "RUN_ID [--step N] [--json]", summary: "show a run as a timeline",
+		help: `Shows the run as a readable timeline: each step's action, rendered by the core, with
+the time it took and the tokens it used, then the result it got. Also who drives the
+run (and whether that process is alive), the calls in doubt (non-idempotent calls that
+were in flight when the run stopped) and the agent changes. --step N shows one step in
+full: the result, the action, the state and the conversation. --json prints the same
+as one JSON object.`}
 	c.run = func(e *env, args []string) int {
 		fs := e.flags(c)
 		db := e.dbFlag(fs)
 		step := fs.Int("step", -1, "show this step in full")
+		asJSON := fs.Bool("json", false, "print one JSON object")
 		pos, code := e.parse(c, fs, args, 1, 1)
 		if code >= 0 {
 			return code
 		}
-		ctx, st, done, code := e.session(c.name, *db)
+		ctx, st, done, code := e.readSession(c.name, *db)
 		if code >= 0 {
 			return code
 		}
@@ -36,50 +44,223 @@ in full: the result, the action, the state and the conversation.`}
 			if err != nil {
 				return e.storeErr(c.name, err)
 			}
+			if *asJSON {
+				return e.writeJSON(stepJSON(rec))
+			}
 			showStep(e, rec)
 			return 0
 		}
-		fmt.Fprintf(e.stdout, "run %s  agent %s  status %s  created %s\n", info.ID, info.Agent, info.Status, info.Created.UTC().Format(time.RFC3339))
-		if info.ParentID != "" {
-			fmt.Fprintf(e.stdout, "forked from %s at step %d\n", info.ParentID, info.ParentStep)
-		}
-		fmt.Fprintf(e.stdout, "input: %s\n\n", oneLine(info.Input))
-		var prev time.Time
-		var last core.State
-		err = st.Steps(ctx, pos[0], func(rec store.StepRecord) error {
-			dur := ""
-			if !prev.IsZero() {
-				dur = rec.Created.Sub(prev).Round(time.Millisecond).String()
-			}
-			prev = rec.Created
-			last = rec.State
-			if rec.Seq == 0 {
-				fmt.Fprintf(e.stdout, "%4d  start %s\n", rec.Seq, core.DescribeState(rec.State))
-				return nil
-			}
-			if rec.Result != nil {
-				fmt.Fprintf(e.stdout, "      <- %s\n", core.DescribeResult(rec.Result))
-			}
-			fmt.Fprintf(e.stdout, "%4d  %s  (%s)\n", rec.Seq, core.DescribeAction(rec.Action), dur)
-			return nil
-		})
+		tl, err := timeline(ctx, st, pos[0])
 		if err != nil {
 			return e.storeErr(c.name, err)
 		}
-		fmt.Fprintf(e.stdout, "\n%s  tokens %d+%d\n", core.DescribeState(last), last.Counters.PromptTokens, last.Counters.CompletionTokens)
+		doubt := inDoubtOf(ctx, st, info)
+		changes, err := st.AgentChanges(ctx, pos[0])
+		if err != nil {
+			return e.storeErr(c.name, err)
+		}
+		now := time.Now()
+		if *asJSON {
+			out := showJSON{Run: runJSON(info, now, true), Steps: tl.steps, InDoubt: inDoubtJSON(doubt), AgentChanges: []jsonChange{},
+				Tokens: jsonTokens{Prompt: tl.last.Counters.PromptTokens, Completion: tl.last.Counters.CompletionTokens}}
+			for _, ch := range changes {
+				out.AgentChanges = append(out.AgentChanges, jsonChange{AfterStep: ch.Seq, Created: ch.Created.UTC().Format(time.RFC3339Nano)})
+			}
+			if out.InDoubt == nil {
+				out.InDoubt = []jsonInDoubt{}
+			}
+			return e.writeJSON(out)
+		}
+		status, note := shownStatus(info, now)
+		fmt.Fprintf(e.stdout, "run %s  agent %s  status %s  created %s\n", info.ID, info.Agent, status, info.Created.Local().Format(time.RFC3339))
+		if note != "" {
+			fmt.Fprintf(e.stdout, "(stored as %s: %s)\n", info.Status, note)
+		}
+		if d := shell.DescribeLease(info.Lease, now); d != "" && shell.Driven(info.Lease, now) {
+			fmt.Fprintf(e.stdout, "driven by %s\n", d)
+		}
+		if info.ParentID != "" {
+			fmt.Fprintf(e.stdout, "forked from %s at step %d\n", info.ParentID, info.ParentStep)
+		}
+		for _, ch := range changes {
+			fmt.Fprintf(e.stdout, "agent changed after step %d (%s)\n", ch.Seq, ch.Created.Local().Format(time.DateTime))
+		}
+		fmt.Fprintf(e.stdout, "input: %s\n\n", oneLine(info.Input))
+		for _, s := range tl.steps {
+			if s.Seq == 0 {
+				fmt.Fprintf(e.stdout, "%4d  start %s\n", s.Seq, s.State)
+				continue
+			}
+			var notes []string
+			if s.DurationMS != nil {
+				notes = append(notes, (time.Duration(*s.DurationMS * float64(time.Millisecond))).Round(time.Millisecond).String())
+			} else if s.Action != "" && !tl.ended {
+				notes = append(notes, "pending")
+			}
+			if s.Tokens != nil {
+				notes = append(notes, fmt.Sprintf("%d+%d tokens", s.Tokens.Prompt, s.Tokens.Completion))
+			}
+			line := fmt.Sprintf("%4d  %s", s.Seq, s.Action)
+			if len(notes) > 0 {
+				line += "  (" + strings.Join(notes, ", ") + ")"
+			}
+			fmt.Fprintln(e.stdout, line)
+			if s.Outcome != "" {
+				fmt.Fprintf(e.stdout, "      <- %s\n", s.Outcome)
+			}
+		}
+		fmt.Fprintf(e.stdout, "\n%s  tokens %d+%d\n", core.DescribeState(tl.last), tl.last.Counters.PromptTokens, tl.last.Counters.CompletionTokens)
+		for _, d := range doubt {
+			fmt.Fprintf(e.stdout, "in doubt: %s %s %s (step %d, started %s): it may or may not have run; answer it with stepwise resume %s --results FILE\n",
+				d.Call.ID, d.Call.Name, d.Call.Args, d.Step, d.Started.Local().Format(time.DateTime), info.ID)
+		}
 		switch info.Status {
 		case store.StatusCompleted:
 			fmt.Fprintf(e.stdout, "answer: %s\n", info.Answer)
-		case store.StatusFailed:
-			fmt.Fprintf(e.stdout, "failed (%s): %s\n", info.FailCode, info.Reason)
+		case store.StatusFailed, store.StatusCancelled:
+			fmt.Fprintf(e.stdout, "%s (%s): %s\n", info.Status, info.FailCode, info.Reason)
+		case store.StatusStalled, store.StatusInterrupted:
+			fmt.Fprintf(e.stdout, "%s: %s\n", info.Status, info.Reason)
 		}
 		return 0
 	}
 	register(c)
 }
 
+// showJSON is the shape of show --json.
+type showJSON struct {
+	Run          jsonRun         `json:"run"`
+	Steps        []jsonStepBrief `json:"steps"`
+	InDoubt      []jsonInDoubt   `json:"in_doubt_calls"`
+	AgentChanges []jsonChange    `json:"agent_changes"`
+	Tokens       jsonTokens      `json:"tokens"`
+}
+
+type jsonChange struct {
+	AfterStep int    `json:"after_step"`
+	Created   string `json:"created"`
+}
+
+type jsonTokens struct {
+	Prompt     int `json:"prompt"`
+	Completion int `json:"completion"`
+}
+
+// jsonStepBrief is one step of the timeline: its action, how long it took
+// (from its checkpoint to the next step's), the tokens it used, and the
+// result it got (stored with the next step).
+type jsonStepBrief struct {
+	Seq        int         `json:"seq"`
+	Created    string      `json:"created"`
+	Action     string      `json:"action,omitempty"`
+	State      string      `json:"state,omitempty"`
+	DurationMS *float64    `json:"duration_ms,omitempty"`
+	Tokens     *jsonTokens `json:"tokens,omitempty"`
+	Outcome    string      `json:"outcome,omitempty"`
+}
+
+type timelineOf struct {
+	steps []jsonStepBrief
+	last  core.State
+	ended bool
+}
+
+// timeline renders the run's steps, each action with the duration and the
+// result that belong to it.
+func timeline(ctx context.Context, st *store.SQLite, runID string) (timelineOf, error) {
+	var tl timelineOf
+	var prev time.Time
+	err := st.Steps(ctx, runID, func(rec store.StepRecord) error {
+		if n := len(tl.steps); n > 0 {
+			p := &tl.steps[n-1]
+			ms := float64(rec.Created.Sub(prev)) / float64(time.Millisecond)
+			p.DurationMS = &ms
+			if rec.Result != nil {
+				p.Outcome = core.DescribeResult(rec.Result)
+				if r, ok := rec.Result.(core.ModelReply); ok && r.Usage.PromptTokens+r.Usage.CompletionTokens > 0 {
+					p.Tokens = &jsonTokens{Prompt: r.Usage.PromptTokens, Completion: r.Usage.CompletionTokens}
+				}
+			}
+		}
+		s := jsonStepBrief{Seq: rec.Seq, Created: rec.Created.UTC().Format(time.RFC3339Nano)}
+		if rec.Seq == 0 {
+			s.State = core.DescribeState(rec.State)
+		} else if rec.Action != nil {
+			s.Action = core.DescribeAction(rec.Action)
+		}
+		tl.steps = append(tl.steps, s)
+		prev, tl.last = rec.Created, rec.State
+		return nil
+	})
+	tl.ended = tl.last.Done()
+	return tl, err
+}
+
+// inDoubtOf lists the run's in-doubt calls, judging idempotency by the
+// run's recorded agent (none when it cannot be read).
+func inDoubtOf(ctx context.Context, st *store.SQLite, info store.RunInfo) []shell.InDoubtCall {
+	if info.Status.Ended() {
+		return nil
+	}
+	spec, _, err := agent.FromSource(info.Config)
+	if err != nil {
+		return nil
+	}
+	list, err := shell.NewRunner(st, nil).InDoubt(ctx, &shell.Agent{Config: spec.Config}, info.ID)
+	if err != nil {
+		return nil
+	}
+	return list
+}
+
+type jsonStepFull struct {
+	Seq      int           `json:"seq"`
+	Created  string        `json:"created"`
+	Result   string        `json:"result,omitempty"`
+	Action   string        `json:"action,omitempty"`
+	State    string        `json:"state"`
+	Messages []jsonMessage `json:"messages"`
+}
+
+type jsonMessage struct {
+	Role    string     `json:"role"`
+	Content string     `json:"content"`
+	CallID  string     `json:"call_id,omitempty"`
+	Name    string     `json:"name,omitempty"`
+	IsError bool       `json:"is_error,omitempty"`
+	Calls   []jsonCall `json:"calls,omitempty"`
+}
+
+func stepJSON(rec store.StepRecord) jsonStepFull {
+	j := jsonStepFull{Seq: rec.Seq, Created: rec.Created.UTC().Format(time.RFC3339Nano), State: core.DescribeState(rec.State), Messages: []jsonMessage{}}
+	if rec.Result != nil {
+		j.Result = core.DescribeResult(rec.Result)
+	}
+	if rec.Action != nil {
+		j.Action = core.DescribeAction(rec.Action)
+	}
+	for _, m := range rec.State.Messages {
+		jm := jsonMessage{Role: string(m.Role), Content: m.Content, CallID: m.CallID, Name: m.Name, IsError: m.IsError}
+		for _, c := range m.Calls {
+			jm.Calls = append(jm.Calls, jsonCall{ID: c.ID, Name: c.Name, Arguments: rawArgs(c.Args)})
+		}
+		j.Messages = append(j.Messages, jm)
+	}
+	return j
+}
+
+func (e *env) writeJSON(v any) int {
+	enc := json.NewEncoder(e.stdout)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		fmt.Fprintf(e.stderr, "stepwise: %v\n", err)
+		return exitInternal
+	}
+	return 0
+}
+
 func showStep(e *env, rec store.StepRecord) {
-	fmt.Fprintf(e.stdout, "step %d  at %s\n", rec.Seq, rec.Created.UTC().Format(time.RFC3339Nano))
+	fmt.Fprintf(e.stdout, "step %d  at %s\n", rec.Seq, rec.Created.Local().Format(time.RFC3339Nano))
 	if rec.Result != nil {
 		fmt.Fprintf(e.stdout, "result: %s\n", core.DescribeResult(rec.Result))
 	}
@@ -91,6 +272,9 @@ func showStep(e *env, rec store.StepRecord) {
 		fmt.Fprintf(e.stdout, "[%d] %s", i, m.Role)
 		if m.CallID != "" {
 			fmt.Fprintf(e.stdout, " (%s %s)", m.Name, m.CallID)
+		}
+		if m.IsError {
+			fmt.Fprint(e.stdout, " error")
 		}
 		fmt.Fprintf(e.stdout, "\n%s\n", indent(m.Content))
 		for _, c := range m.Calls {
@@ -108,8 +292,8 @@ func indent(s string) string {
 
 func oneLine(s string) string {
 	s = strings.ReplaceAll(s, "\n", " ")
-	if len(s) > 100 {
-		return s[:100] + "…"
+	if r := []rune(s); len(r) > 100 {
+		return string(r[:100]) + "…"
 	}
 	return s
 }

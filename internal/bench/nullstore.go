@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"time"
 
 	"github.com/stepwise-agent/stepwise/core"
 	"github.com/stepwise-agent/stepwise/store"
@@ -14,13 +15,28 @@ type nullStore struct{}
 
 var errNull = errors.New("the null store keeps nothing")
 
-func (nullStore) CreateRun(context.Context, store.NewRun) error                     { return nil }
-func (nullStore) Checkpoint(context.Context, string, store.Checkpoint) error        { return nil }
-func (nullStore) SetStatus(context.Context, string, store.Status, string) error     { return nil }
-func (nullStore) RecordIntent(context.Context, string, int, core.ToolCall) error    { return nil }
-func (nullStore) RecordOutcome(context.Context, string, int, core.ToolResult) error { return nil }
-func (nullStore) Intents(context.Context, string, int) ([]store.Intent, error)      { return nil, nil }
-func (nullStore) Run(context.Context, string) (store.RunInfo, error)                { return store.RunInfo{}, errNull }
+func (nullStore) CreateRun(_ context.Context, r store.NewRun) (store.Lease, error) {
+	return store.Lease{RunID: r.ID, Owner: r.Owner, Token: 1, Expires: time.Now().Add(r.LeaseTTL)}, nil
+}
+func (nullStore) Acquire(context.Context, string, store.LeaseRequest) (store.Lease, error) {
+	return store.Lease{}, errNull
+}
+func (nullStore) Renew(_ context.Context, l store.Lease, ttl time.Duration) (store.Lease, error) {
+	l.Expires = time.Now().Add(ttl)
+	return l, nil
+}
+func (nullStore) Release(context.Context, store.Lease) error                             { return nil }
+func (nullStore) Checkpoint(context.Context, store.Lease, store.Checkpoint) error        { return nil }
+func (nullStore) SetStatus(context.Context, store.Lease, store.StatusChange) error       { return nil }
+func (nullStore) ChangeAgent(context.Context, store.Lease, []byte) error                 { return nil }
+func (nullStore) RecordIntent(context.Context, store.Lease, int, core.ToolCall) error    { return nil }
+func (nullStore) RecordOutcome(context.Context, store.Lease, int, core.ToolResult) error { return nil }
+func (nullStore) RetractIntent(context.Context, store.Lease, int, string) error          { return nil }
+func (nullStore) Intents(context.Context, string, int) ([]store.Intent, error)           { return nil, nil }
+func (nullStore) Run(context.Context, string) (store.RunInfo, error)                     { return store.RunInfo{}, errNull }
+func (nullStore) AgentChanges(context.Context, string) ([]store.AgentChange, error) {
+	return nil, errNull
+}
 func (nullStore) LoadLatest(context.Context, string) (store.StepRecord, error) {
 	return store.StepRecord{}, errNull
 }

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"time"
+
+	"github.com/stepwise-agent/stepwise/shell"
+	"github.com/stepwise-agent/stepwise/store"
+)
+
+// shownStatus is the status a run is shown with: a run marked running whose
+// driver died (its process is gone, or its lease expired) is interrupted,
+// not running, with a note saying so.
+func shownStatus(ri store.RunInfo, now time.Time) (store.Status, string) {
+	if ri.Status != store.StatusRunning || shell.Driven(ri.Lease, now) {
+		return ri.Status, ""
+	}
+	if ri.Lease.Owner == "" {
+		return store.StatusInterrupted, "no process drives it"
+	}
+	return store.StatusInterrupted, "its driver, " + shell.DescribeLease(ri.Lease, now) + ", stopped driving it"
+}
+
+// jsonHolder is who holds a run's lease.
+type jsonHolder struct {
+	Owner string `json:"owner"`
+	Host  string `json:"host,omitempty"`
+	PID   int    `json:"pid,omitempty"`
+	// Alive is whether the holder's process is alive, when this host can
+	// tell (null otherwise).
+	Alive   *bool  `json:"alive"`
+	Expires string `json:"expires"`
+	// Live is whether the lease has not expired.
+	Live bool `json:"live"`
+}
+
+func holderJSON(l store.Lease, now time.Time) *jsonHolder {
+	if l.Owner == "" {
+		return nil
+	}
+	h := &jsonHolder{Owner: l.Owner, Expires: l.Expires.UTC().Format(time.RFC3339Nano), Live: l.Live(now)}
+	if p, ok := shell.ParseOwner(l.Owner); ok {
+		h.Host, h.PID = p.Host, p.PID
+	}
+	if alive, known := shell.HolderAlive(l.Owner); known {
+		h.Alive = &alive
+	}
+	return h
+}
+
+// jsonRun is a run in ls --json and show --json.
+type jsonRun struct {
+	ID     string `json:"id"`
+	Agent  string `json:"agent"`
+	Status string `json:"status"`
+	// StoredStatus is the status as stored, when it differs from Status
+	// (a running run whose driver died is shown interrupted).
+	StoredStatus string       `json:"stored_status,omitempty"`
+	Note         string       `json:"note,omitempty"`
+	Steps        int          `json:"steps"`
+	Created      string       `json:"created"`
+	Updated      string       `json:"updated"`
+	Input        string       `json:"input,omitempty"`
+	Answer       string       `json:"answer,omitempty"`
+	Failure      *jsonFailure `json:"failure,omitempty"`
+	Reason       string       `json:"reason,omitempty"`
+	RetryAt      string       `json:"retry_at,omitempty"`
+	ParentID     string       `json:"parent_id,omitempty"`
+	ParentStep   int          `json:"parent_step,omitempty"`
+	Holder       *jsonHolder  `json:"holder"`
+}
+
+func runJSON(ri store.RunInfo, now time.Time, withInput bool) jsonRun {
+	status, note := shownStatus(ri, now)
+	j := jsonRun{ID: ri.ID, Agent: ri.Agent, Status: string(status), Note: note, Steps: ri.LastSeq,
+		Created: ri.Created.UTC().Format(time.RFC3339Nano), Updated: ri.Updated.UTC().Format(time.RFC3339Nano),
+		Answer: ri.Answer, Reason: ri.Reason, ParentID: ri.ParentID, ParentStep: ri.ParentStep, Holder: holderJSON(ri.Lease, now)}
+	if status != ri.Status {
+		j.StoredStatus = string(ri.Status)
+	}
+	if withInput {
+		j.Input = ri.Input
+	}
+	if ri.FailCode != "" {
+		j.Failure = &jsonFailure{Code: string(ri.FailCode), Reason: ri.Reason}
+	}
+	if !ri.RetryAt.IsZero() {
+		j.RetryAt = ri.RetryAt.UTC().Format(time.RFC3339)
+	}
+	return j
+}

@@ -1,0 +1,292 @@
+package shell
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/stepwise-agent/stepwise/store"
+)
+
+// DefaultLeaseTTL is how long a run's lease lasts unless renewed. The
+// holder renews it every third of that, so a driver that died frees its
+// runs within DefaultLeaseTTL (at once when it ran on this host: see
+// HolderAlive).
+const DefaultLeaseTTL = 15 * time.Second
+
+// Errors of run ownership, as the runner returns them.
+var (
+	// ErrBusy: another driver holds the run (store.BusyError says who).
+	ErrBusy = store.ErrBusy
+	// ErrLeaseLost: the run was taken over while this runner drove it; it
+	// wrote nothing after that and started no side effect.
+	ErrLeaseLost = store.ErrLeaseLost
+	// ErrAlreadyAnswered: results for a pause that another caller already
+	// answered (the run moved on).
+	ErrAlreadyAnswered = errors.New("the pause these results answer was already answered")
+)
+
+// NewOwner names this process as a lease holder: "host/pid/nonce", the
+// nonce random so that two processes that reuse a pid never share a name.
+func NewOwner() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "localhost"
+	}
+	host = strings.ReplaceAll(host, "/", "_")
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+}
+
+// Holder describes a lease holder parsed from its owner name.
+type Holder struct {
+	Host string
+	PID  int
+}
+
+// ParseOwner reads an owner name written by NewOwner; ok is false for any
+// other shape (a holder named by another program).
+func ParseOwner(owner string) (h Holder, ok bool) {
+	parts := strings.Split(owner, "/")
+	if len(parts) != 3 {
+		return h, false
+	}
+	pid, err := strconv.Atoi(parts[1])
+	if err != nil || pid <= 0 {
+		return h, false
+	}
+	return Holder{Host: parts[0], PID: pid}, true
+}
+
+// String renders the holder for people: "pid 123 on host".
+func (h Holder) String() string { return fmt.Sprintf("pid %d on %s", h.PID, h.Host) }
+
+// HolderAlive tells whether the process named by owner is alive. known is
+// false when this host cannot tell (the holder runs on another host, or
+// the name is not one of ours): then only the lease's expiry tells.
+func HolderAlive(owner string) (alive, known bool) {
+	h, ok := ParseOwner(owner)
+	if !ok {
+		return false, false
+	}
+	host, err := os.Hostname()
+	if err != nil || strings.ReplaceAll(host, "/", "_") != h.Host {
+		return false, false
+	}
+	if h.PID == os.Getpid() {
+		return true, true
+	}
+	err = syscall.Kill(h.PID, 0)
+	if errors.Is(err, syscall.ESRCH) {
+		return false, true
+	}
+	return true, true // alive, or alive and not ours to signal (EPERM)
+}
+
+// DescribeLease renders who holds a run for people: "pid 123 on host
+// (alive, lease until 12:00:03)", "pid 123 on host (dead)", or "" when no
+// one holds it.
+func DescribeLease(l store.Lease, now time.Time) string {
+	if l.Owner == "" {
+		return ""
+	}
+	who := l.Owner
+	if h, ok := ParseOwner(l.Owner); ok {
+		who = h.String()
+	}
+	alive, known := HolderAlive(l.Owner)
+	switch {
+	case known && !alive:
+		return who + " (dead)"
+	case !l.Live(now):
+		return fmt.Sprintf("%s (lease expired at %s)", who, l.Expires.Local().Format(time.TimeOnly))
+	case known:
+		return fmt.Sprintf("%s (alive, lease until %s)", who, l.Expires.Local().Format(time.TimeOnly))
+	}
+	return fmt.Sprintf("%s (lease until %s)", who, l.Expires.Local().Format(time.TimeOnly))
+}
+
+// Driven reports whether a live driver holds the run: a live lease whose
+// holder is not known to be dead.
+func Driven(l store.Lease, now time.Time) bool {
+	if !l.Live(now) {
+		return false
+	}
+	alive, known := HolderAlive(l.Owner)
+	return alive || !known
+}
+
+// acquire takes the run's lease: at once when it is free or its holder is
+// a dead process on this host, else by waiting up to Options.Wait for it
+// to be released or to expire; otherwise ErrBusy, naming the holder.
+func (r *Runner) acquire(ctx context.Context, runID string) (store.Lease, error) {
+	var deadline time.Time
+	if r.opts.Wait > 0 {
+		deadline = time.Now().Add(r.opts.Wait)
+	}
+	req := store.LeaseRequest{Owner: r.opts.Owner, TTL: r.opts.LeaseTTL}
+	for {
+		l, err := r.store.Acquire(ctx, runID, req)
+		busy, ok := errors.AsType[*store.BusyError](err)
+		if !ok {
+			return l, err
+		}
+		if alive, known := HolderAlive(busy.Holder.Owner); known && !alive {
+			holder := busy.Holder
+			req.TakeOver = &holder // it died: take it over, unless someone else just did
+			continue
+		}
+		req.TakeOver = nil
+		if deadline.IsZero() || time.Now().After(deadline) {
+			return store.Lease{}, fmt.Errorf("run %s: %w", runID, busyError{busy})
+		}
+		wait := min(250*time.Millisecond, time.Until(deadline)+time.Millisecond)
+		select {
+		case <-ctx.Done():
+			return store.Lease{}, ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+}
+
+// busyError words store.BusyError for people: who holds the run, whether
+// it is alive, until when.
+type busyError struct{ *store.BusyError }
+
+func (e busyError) Error() string {
+	return fmt.Sprintf("%v is driving it (lease until %s); try again later, or wait for it with --wait DURATION",
+		describeOwner(e.Holder.Owner), e.Holder.Expires.Local().Format(time.RFC3339))
+}
+
+func (e busyError) Unwrap() error { return e.BusyError }
+
+func describeOwner(owner string) string {
+	if h, ok := ParseOwner(owner); ok {
+		return h.String()
+	}
+	return owner
+}
+
+// holding is a lease the runner holds while it drives a run: a heartbeat
+// renews it every third of its TTL, and lost is closed (and the drive's
+// context cancelled) when the run was taken over.
+type holding struct {
+	r  *Runner
+	mu sync.Mutex
+	l  store.Lease
+	// validUntil is, by this process's monotonic clock, when the lease
+	// expires unless renewed: the start of the last successful renewal
+	// plus the TTL. A process stopped past it must not act before
+	// renewing.
+	validUntil time.Time
+	lostErr    error
+	cancel     context.CancelCauseFunc
+	stop       chan struct{}
+	done       chan struct{}
+}
+
+// hold starts the heartbeat of l, acquired at the time given; ctx's child,
+// returned, is cancelled with ErrLeaseLost when the run is taken over.
+// release stops the heartbeat and gives the lease up.
+func (r *Runner) hold(ctx context.Context, l store.Lease, acquired time.Time) (*holding, context.Context) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	h := &holding{r: r, l: l, validUntil: acquired.Add(r.opts.LeaseTTL), cancel: cancel,
+		stop: make(chan struct{}), done: make(chan struct{})}
+	go h.heartbeat()
+	return h, ctx
+}
+
+func (h *holding) heartbeat() {
+	defer close(h.done)
+	t := time.NewTicker(h.r.opts.LeaseTTL / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-h.stop:
+			return
+		case <-t.C:
+			if err := h.renew(); errors.Is(err, store.ErrLeaseLost) {
+				return
+			}
+		}
+	}
+}
+
+// renew extends the lease now. A lost lease cancels the drive.
+func (h *holding) renew() error {
+	start := time.Now()
+	h.mu.Lock()
+	l, lost := h.l, h.lostErr
+	h.mu.Unlock()
+	if lost != nil {
+		return lost
+	}
+	// Not the drive's context: a renewal must finish even while an
+	// interrupted drive checkpoints and marks the run.
+	next, err := h.r.store.Renew(context.Background(), l, h.r.opts.LeaseTTL)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case err == nil:
+		h.l, h.validUntil = next, start.Add(h.r.opts.LeaseTTL)
+	case errors.Is(err, store.ErrLeaseLost):
+		h.lostErr = err
+		h.cancel(err)
+	}
+	return err
+}
+
+// lease is the lease to fence writes with.
+func (h *holding) lease() store.Lease {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.l
+}
+
+// ensure is called before a side effect (a model or tool call): with less
+// than a sixth of the TTL left by this process's clock (it was stopped, or
+// the store was slow), it renews first, and a lost lease is an error: the
+// side effect must not start.
+func (h *holding) ensure() error {
+	h.mu.Lock()
+	left, lost := time.Until(h.validUntil), h.lostErr
+	h.mu.Unlock()
+	if lost != nil {
+		return lost
+	}
+	if left > h.r.opts.LeaseTTL/6 {
+		return nil
+	}
+	if err := h.renew(); err != nil {
+		return fmt.Errorf("renew the lease before acting: %w", err)
+	}
+	return nil
+}
+
+// lost reports the error that ended the lease, if it was lost.
+func (h *holding) lost() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.lostErr
+}
+
+// release stops the heartbeat and gives the lease up (unless it was lost).
+func (h *holding) release() {
+	close(h.stop)
+	<-h.done
+	h.cancel(nil)
+	if h.lost() == nil {
+		// The drive's context may be cancelled (an interrupt): the
+		// release must still happen, or the run stays held until expiry.
+		_ = h.r.store.Release(context.Background(), h.lease())
+	}
+}
