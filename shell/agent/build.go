@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/stepwise-agent/stepwise/core"
@@ -16,7 +18,9 @@ import (
 
 // BuildOptions change how an agent is built for one command.
 type BuildOptions struct {
-	// Script, when set, answers the primary model from this JSONL file.
+	// Script, when set, answers the primary model from this JSONL file. A
+	// relative path is relative to the current directory (not the agent
+	// file's); the run records it absolute.
 	Script string
 	// ScriptOffset is the number of model calls made before the script
 	// starts answering (a fork continues a run on a new script).
@@ -50,25 +54,35 @@ func (s *Spec) Build(opts BuildOptions) (*shell.Agent, error) {
 }
 
 func (s *Spec) build(opts BuildOptions) (*shell.Agent, error) {
+	if opts.Script != "" {
+		abs, err := filepath.Abs(opts.Script)
+		if err != nil {
+			return nil, fmt.Errorf("script: %w", err)
+		}
+		opts.Script = abs
+	}
 	ag := &shell.Agent{
 		Config:       s.Config,
 		Models:       map[core.ModelRole]shell.ModelProvider{},
 		Tools:        map[string]shell.Tool{},
 		ToolTimeouts: s.ToolTimeouts,
+		ToolRetry:    s.ToolRetry,
+		Secrets:      s.secrets(),
+		InDoubt:      s.InDoubt,
 	}
-	for role, m := range s.File.Models {
-		r := core.ModelRole(role)
+	for _, role := range slices.Sorted(maps.Keys(s.File.Models)) {
+		m, r := s.File.Models[role], core.ModelRole(role)
 		if r == core.Primary && opts.Script != "" {
 			m = Model{Provider: "script", Script: opts.Script}
 		}
-		p, err := s.provider(m, opts.ScriptOffset)
+		p, err := s.provider(role, m, opts.ScriptOffset)
 		if err != nil {
 			return nil, fmt.Errorf("models.%s: %w", role, err)
 		}
 		ag.Models[r] = p
 	}
 	if opts.Script != "" && ag.Models[core.Primary] == nil {
-		p, err := s.provider(Model{Provider: "script", Script: opts.Script}, opts.ScriptOffset)
+		p, err := s.provider(string(core.Primary), Model{Provider: "script", Script: opts.Script}, opts.ScriptOffset)
 		if err != nil {
 			return nil, err
 		}
@@ -81,7 +95,7 @@ func (s *Spec) build(opts BuildOptions) (*shell.Agent, error) {
 	return ag, nil
 }
 
-func (s *Spec) provider(m Model, offset int) (shell.ModelProvider, error) {
+func (s *Spec) provider(role string, m Model, offset int) (shell.ModelProvider, error) {
 	switch m.Provider {
 	case "script":
 		p, err := script.Load(s.Resolve(m.Script))
@@ -93,21 +107,18 @@ func (s *Spec) provider(m Model, offset int) (shell.ModelProvider, error) {
 		timeout, _ := duration(m.Timeout)
 		return openai.New(openai.Options{
 			BaseURL: m.BaseURL, Model: m.Model, APIKeyEnv: m.APIKeyEnv, Timeout: timeout,
-			MaxRetries: m.MaxRetries, Temperature: m.Temperature, MaxTokens: m.MaxTokens,
+			Retry: s.modelRetry[role], MaxRetries: m.MaxRetries, Temperature: m.Temperature, MaxTokens: m.MaxTokens,
 		})
 	}
 	return nil, fmt.Errorf("unknown provider %q", m.Provider)
 }
 
-// sourceWith records the agent file and the script override, so resuming
-// the run later rebuilds the same agent.
+// sourceWith records the agent file and the script override (an absolute
+// path), so resuming the run later rebuilds the same agent.
 func (s *Spec) sourceWith(opts BuildOptions) []byte {
 	src := source{Path: s.Path, Dir: s.Dir, TOML: string(s.Text), MCPTools: s.mcpRecorded}
 	if opts.Script != "" {
-		abs, err := filepath.Abs(opts.Script)
-		if err == nil {
-			src.Script = abs
-		}
+		src.Script = opts.Script
 		src.ScriptOffset = opts.ScriptOffset
 	}
 	b, _ := json.Marshal(src)

@@ -1,8 +1,10 @@
 package agent
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/stepwise-agent/stepwise/core"
@@ -16,18 +18,20 @@ const toolGrace = 2 * time.Second
 
 // implsFor builds the implementations of a [[tools]] table: a built-in, a
 // command tool, or nothing for an external tool (the caller runs it).
-func (s *Spec) implsFor(t ToolTable) ([]shell.Tool, error) {
+// params is the table's schema. A tool's secrets join its env.
+func (s *Spec) implsFor(t ToolTable, params json.RawMessage) ([]shell.Tool, error) {
 	timeout, err := duration(t.Timeout)
 	if err != nil {
 		return nil, fmt.Errorf("timeout: %v", err)
 	}
+	env := append(slices.Clone(t.Env), t.Secrets...)
 	switch {
 	case t.Builtin != "":
 		if t.Mode != "" || t.Command != nil || t.Name != "" || t.Parameters != nil {
 			return nil, errors.New("a builtin takes none of name, mode, command, parameters (its schema is built in)")
 		}
 		return tools.Builtin(t.Builtin, tools.Options{
-			RunCode:   tools.RunCodeOptions{Languages: t.Languages, Timeout: timeout, MaxOutput: t.MaxOutput, Env: t.Env},
+			RunCode:   tools.RunCodeOptions{Languages: t.Languages, Timeout: timeout, MaxOutput: t.MaxOutput, Env: env},
 			Files:     tools.FilesOptions{Root: s.Resolve(t.Root), MaxReadBytes: t.MaxBytes},
 			HTTPGet:   tools.HTTPGetOptions{AllowHosts: t.AllowHosts, MaxBytes: t.MaxBytes, Timeout: timeout},
 			WebSearch: tools.WebSearchOptions{Backend: t.Backend, BaseURL: t.BaseURL, APIKeyEnv: t.APIKeyEnv, MaxResults: t.MaxResults, Timeout: timeout},
@@ -37,13 +41,9 @@ func (s *Spec) implsFor(t ToolTable) ([]shell.Tool, error) {
 		if t.Mode != "" && t.Mode != string(core.ModeInternal) {
 			return nil, errors.New("a command tool runs in the shell: leave mode out")
 		}
-		params, err := parameters(t.Parameters)
-		if err != nil {
-			return nil, fmt.Errorf("%q: parameters: %v", t.Name, err)
-		}
 		cmd, err := tools.Command(tools.CommandSpec{
 			Name: t.Name, Description: t.Description, Parameters: params, Argv: t.Command, Stdin: t.Stdin,
-			Dir: s.Resolve(t.Dir), Env: t.Env, Timeout: timeout, MaxOutput: t.MaxOutput, PassContext: t.PassContext,
+			Dir: s.Resolve(t.Dir), Env: env, Timeout: timeout, MaxOutput: t.MaxOutput, PassContext: t.PassContext,
 			Idempotent: t.Idempotent != nil && *t.Idempotent,
 		})
 		if err != nil {
@@ -59,16 +59,15 @@ func (s *Spec) implsFor(t ToolTable) ([]shell.Tool, error) {
 }
 
 // specsFor is the core's view of a table's tools.
-func (s *Spec) specsFor(t ToolTable, impls []shell.Tool) ([]core.Tool, error) {
+func (s *Spec) specsFor(t ToolTable, params json.RawMessage, impls []shell.Tool) ([]core.Tool, error) {
 	if impls == nil { // external
-		params, err := parameters(t.Parameters)
-		if err != nil {
-			return nil, fmt.Errorf("%q: parameters: %v", t.Name, err)
-		}
 		for _, k := range []struct {
 			set  bool
 			name string
-		}{{t.Stdin != "", "stdin"}, {t.Dir != "", "dir"}, {t.Env != nil, "env"}, {t.PassContext, "pass_context"}, {t.Timeout != "", "timeout"}} {
+		}{
+			{t.Stdin != "", "stdin"}, {t.Dir != "", "dir"}, {t.Env != nil, "env"}, {t.PassContext, "pass_context"},
+			{t.Timeout != "", "timeout"}, {t.Retry != nil, "retry"},
+		} {
 			if k.set {
 				return nil, fmt.Errorf("%q: %s does not apply to an external tool", t.Name, k.name)
 			}

@@ -26,6 +26,21 @@ type Model struct {
 	Temperature *float32 `toml:"temperature"`
 	MaxTokens   int      `toml:"max_tokens"`
 	Script      string   `toml:"script"`
+	// Retry is the [models.ROLE.retry] table (provider openai).
+	Retry *Retry `toml:"retry"`
+}
+
+// Retry is a retry table: [models.ROLE.retry], or a tool table's retry key.
+// Durations are strings like "30s"; a key left out takes its default
+// (shell.DefaultModelRetry, shell.DefaultToolRetry).
+type Retry struct {
+	// Attempts counts the first attempt: 1 means no retries.
+	Attempts   *int   `toml:"attempts"`
+	Backoff    string `toml:"backoff"`
+	MaxBackoff string `toml:"max_backoff"`
+	MaxElapsed string `toml:"max_elapsed"`
+	// Jitter is in [0, 1]; 0 turns it off.
+	Jitter *float64 `toml:"jitter"`
 }
 
 // Limits mirrors core.Limits.
@@ -61,6 +76,8 @@ type Run struct {
 	ToolTimeout   string `toml:"tool_timeout"`
 	RunTimeout    string `toml:"run_timeout"`
 	MaxToolOutput int    `toml:"max_tool_output"`
+	// InDoubt is unknown (the default), rerun or wait: see shell.InDoubtPolicy.
+	InDoubt string `toml:"in_doubt"`
 }
 
 // ToolTable is one [[tools]] entry: a built-in (builtin = NAME), an external
@@ -81,6 +98,10 @@ type ToolTable struct {
 	Env            []string `toml:"env"`
 	PassContext    bool     `toml:"pass_context"`
 	MaxOutput      int      `toml:"max_output"`
+	// Secrets names variables passed into the tool's environment, like Env,
+	// that are secret (command tools and run_code).
+	Secrets []string `toml:"secrets"`
+	Retry   *Retry   `toml:"retry"`
 	// Built-in options.
 	Languages  []string `toml:"languages"`
 	Root       string   `toml:"root"`

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -34,8 +36,18 @@ type Spec struct {
 	ToolTimeout   time.Duration
 	RunTimeout    time.Duration
 	MaxToolOutput int
+	// ToolRetry is the retry policy of each tool whose table has a retry
+	// key (shell.DefaultToolRetry filling what it leaves out).
+	ToolRetry map[string]shell.RetryPolicy
+	// InDoubt is [run] in_doubt (default shell.InDoubtUnknown).
+	InDoubt shell.InDoubtPolicy
+	// SecretNames are the environment variables the agent names as secret
+	// (see secretNames); Build reads their values.
+	SecretNames []string
 
 	impls []shell.Tool // built-in and command tools, in config order
+	// modelRetry is the retry table of each model role that has one.
+	modelRetry map[string]shell.RetryPolicy
 	// mcpRecorded is the MCP tool list a run saw, once listed or restored.
 	mcpRecorded []core.Tool
 }
@@ -59,16 +71,26 @@ func Load(path string) (*Spec, error) {
 }
 
 // Parse validates agent file text; name is used in messages, dir resolves
-// relative paths.
+// relative paths. A model's script must exist and parse.
 func Parse(data []byte, name, dir string) (*Spec, error) {
+	return parse(data, name, dir, true)
+}
+
+// parse is Parse; checkFiles false skips reading the models' scripts, for
+// a run's stored agent (replay needs no script; a build that does reports
+// a missing one).
+func parse(data []byte, name, dir string, checkFiles bool) (*Spec, error) {
 	var f File
 	dec := toml.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&f); err != nil {
 		return nil, tomlError(name, err)
 	}
-	s := &Spec{File: f, Dir: dir, Text: data, ToolTimeouts: map[string]time.Duration{}}
-	if err := s.convert(name, data); err != nil {
+	s := &Spec{
+		File: f, Dir: dir, Text: data, ToolTimeouts: map[string]time.Duration{},
+		ToolRetry: map[string]shell.RetryPolicy{}, modelRetry: map[string]shell.RetryPolicy{},
+	}
+	if err := s.convert(name, data, checkFiles); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -92,10 +114,16 @@ func tomlError(name string, err error) error {
 	return fmt.Errorf("%w: %s: %v", ErrInvalid, name, err)
 }
 
-func (s *Spec) convert(name string, data []byte) error {
+func (s *Spec) convert(name string, data []byte, checkFiles bool) error {
 	f := s.File
-	at := func(line int, format string, args ...any) error {
-		return fmt.Errorf("%w: %s:%d: %s", ErrInvalid, name, line, fmt.Sprintf(format, args...))
+	lines := indexKeys(data)
+	// at makes an error at the line of the key path names (see keyLines).
+	at := func(path, format string, args ...any) error {
+		msg := fmt.Sprintf(format, args...)
+		if line := lines.of(path); line > 0 {
+			return fmt.Errorf("%w: %s:%d: %s", ErrInvalid, name, line, msg)
+		}
+		return fmt.Errorf("%w: %s: %s", ErrInvalid, name, msg)
 	}
 	cfg := core.Config{
 		Name: f.Name, SystemPrompt: f.SystemPrompt, Format: core.Format(f.Format), StuckPhrases: f.StuckPhrases,
@@ -105,82 +133,96 @@ func (s *Spec) convert(name string, data []byte) error {
 		Tools:  nil,
 		Models: core.Models{},
 	}
-	for role, m := range f.Models {
-		line := lineOf(data, `^\[models\.`+regexp.QuoteMeta(role)+`\]`)
-		switch role {
-		case "primary", "helper":
-		default:
-			return at(line, "models.%s: the roles are primary and helper", role)
+	if strings.TrimSpace(f.Name) == "" {
+		return at("name", "name is empty")
+	}
+	if err := (core.Config{Name: f.Name, Models: core.Models{Primary: "probe"}, Format: cfg.Format}).Validate(); err != nil {
+		return at("format", "%s", configMessage(err))
+	}
+	for _, l := range []struct {
+		key string
+		v   int
+	}{
+		{"max_steps", f.Limits.MaxSteps}, {"max_calls_per_turn", f.Limits.MaxCallsPerTurn},
+		{"max_repeats", f.Limits.MaxRepeats}, {"max_corrections", f.Limits.MaxCorrections},
+		{"max_escalations", f.Limits.MaxEscalations}, {"tool_result_bytes", f.Limits.ToolResultBytes},
+		{"max_state_bytes", f.Limits.MaxStateBytes},
+	} {
+		if l.v < 0 {
+			return at("limits."+l.key, "limits.%s is negative (leave it out for the default)", l.key)
 		}
-		switch m.Provider {
-		case "openai":
-			if m.Model == "" {
-				return at(line, "models.%s: model is required for provider openai", role)
+	}
+	for _, role := range slices.Sorted(maps.Keys(f.Models)) {
+		if err := s.model(role, f.Models[role], &cfg.Models, checkFiles); err != nil {
+			path := "models." + role
+			var ke *keyError
+			if errors.As(err, &ke) {
+				path += "." + ke.key
 			}
-		case "script":
-			if m.Script == "" {
-				return at(line, "models.%s: script is required for provider script", role)
-			}
-		default:
-			return at(line, "models.%s: provider %q is not one of openai, script", role, m.Provider)
-		}
-		if _, err := duration(m.Timeout); err != nil {
-			return at(line, "models.%s: timeout: %v", role, err)
-		}
-		label := m.Model
-		if label == "" {
-			label = m.Provider + ":" + filepath.Base(m.Script)
-		}
-		if role == "primary" {
-			cfg.Models.Primary = label
-		} else {
-			cfg.Models.Helper = label
+			return at(path, "models.%s: %v", role, err)
 		}
 	}
 	if cfg.Models.Primary == "" {
-		return at(1, "[models.primary] is required")
+		return at("models.primary", "[models.primary] is required")
 	}
 	var err error
 	if s.ToolTimeout, err = duration(f.Run.ToolTimeout); err != nil {
-		return at(lineOf(data, `^tool_timeout`), "run.tool_timeout: %v", err)
+		return at("run.tool_timeout", "run.tool_timeout: %v", err)
 	}
 	if s.RunTimeout, err = duration(f.Run.RunTimeout); err != nil {
-		return at(lineOf(data, `^run_timeout`), "run.run_timeout: %v", err)
+		return at("run.run_timeout", "run.run_timeout: %v", err)
 	}
 	s.MaxToolOutput = f.Run.MaxToolOutput
-	toolLines := linesOf(data, `^\[\[tools\]\]`)
+	switch p := shell.InDoubtPolicy(f.Run.InDoubt); p {
+	case "":
+		s.InDoubt = shell.InDoubtUnknown
+	case shell.InDoubtUnknown, shell.InDoubtRerun, shell.InDoubtWait:
+		s.InDoubt = p
+	default:
+		return at("run.in_doubt", "run.in_doubt %q is not one of unknown, rerun, wait", p)
+	}
+	var tableOf []int // the [[tools]] table of each of cfg.Tools
 	for i, t := range f.Tools {
-		line := 0
-		if i < len(toolLines) {
-			line = toolLines[i]
-		}
-		impls, err := s.implsFor(t)
+		specs, err := s.tools(t)
 		if err != nil {
-			return at(line, "tools[%d]: %v", i, err)
-		}
-		specs, err := s.specsFor(t, impls)
-		if err != nil {
-			return at(line, "tools[%d]: %v", i, err)
-		}
-		if d, _ := duration(t.Timeout); d > 0 {
-			for _, ct := range specs {
-				s.ToolTimeouts[ct.Name] = d + toolGrace
+			path := fmt.Sprintf("tools.%d", i)
+			var ke *keyError
+			if errors.As(err, &ke) {
+				path += "." + ke.key
 			}
+			return at(path, "tools[%d]: %v", i, err)
 		}
-		s.impls = append(s.impls, impls...)
+		for range specs {
+			tableOf = append(tableOf, i)
+		}
 		cfg.Tools = append(cfg.Tools, specs...)
 	}
 	if err := cfg.Validate(); err != nil {
-		// Point at the tool's table when the config error names one.
-		if m := regexp.MustCompile(`tools\[(\d+)\]`).FindStringSubmatch(err.Error()); m != nil {
-			if i, _ := strconv.Atoi(m[1]); i < len(toolLines) {
-				return fmt.Errorf("%w: %s:%d: %s", ErrInvalid, name, toolLines[i], strings.TrimPrefix(err.Error(), core.ErrInvalidConfig.Error()+": "))
+		// Name the tool's table, and its parameters key when the schema is
+		// at fault.
+		msg, path := configMessage(err), ""
+		if m := toolIndex.FindStringSubmatch(msg); m != nil {
+			if k, _ := strconv.Atoi(m[1]); k < len(tableOf) {
+				path = fmt.Sprintf("tools.%d", tableOf[k])
+				if first, _, _ := strings.Cut(msg, "; "); strings.Contains(first, ": parameters:") {
+					path += ".parameters"
+				}
+				msg = fmt.Sprintf("tools[%d]", tableOf[k]) + msg[len(m[0]):]
 			}
 		}
-		return fmt.Errorf("%w: %s: %v", ErrInvalid, name, err)
+		return at(path, "%s", msg)
 	}
+	s.SecretNames = secretNames(f)
 	s.Config = cfg
 	return nil
+}
+
+// toolIndex finds the tool a core.Config error starts with: tools[3].
+var toolIndex = regexp.MustCompile(`^tools\[(\d+)\]`)
+
+// configMessage is a core.Config error without its sentinel's text.
+func configMessage(err error) string {
+	return strings.TrimPrefix(err.Error(), core.ErrInvalidConfig.Error()+": ")
 }
 
 // parameters accepts a JSON Schema as JSON text (order kept) or a TOML table.
@@ -216,24 +258,6 @@ func duration(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("%q is negative", s)
 	}
 	return d, nil
-}
-
-func lineOf(data []byte, pattern string) int {
-	if l := linesOf(data, pattern); len(l) > 0 {
-		return l[0]
-	}
-	return 0
-}
-
-func linesOf(data []byte, pattern string) []int {
-	re := regexp.MustCompile(pattern)
-	var out []int
-	for i, l := range strings.Split(string(data), "\n") {
-		if re.MatchString(strings.TrimSpace(l)) {
-			out = append(out, i+1)
-		}
-	}
-	return out
 }
 
 // Resolve makes a path from the agent file absolute, relative to its dir.
@@ -272,7 +296,7 @@ func fromSource(b []byte) (*Spec, source, error) {
 	if name == "" {
 		name = "stored agent"
 	}
-	s, err := Parse([]byte(src.TOML), name, src.Dir)
+	s, err := parse([]byte(src.TOML), name, src.Dir, false)
 	if err != nil {
 		return nil, src, err
 	}

@@ -11,15 +11,25 @@
 //   - The API key is read from the environment variable named by
 //     Options.APIKeyEnv once, in New, and lives only inside the HTTP client
 //     configuration; it is never logged nor put in a reply or an error.
-//   - Retries happen below go-openai, at the HTTP level: 408, 409, 429, 5xx
-//     and transport errors (connection refused or reset, a timed-out attempt)
-//     are retried with exponential backoff (BackoffBase doubling, capped at
-//     MaxBackoff, no jitter), or after the server's Retry-After (seconds or
-//     HTTP date; also retry-after-ms). A server that asks to wait longer than
-//     MaxBackoff is not waited for: Complete gives up at once.
+//   - Retries happen below go-openai, at the HTTP level, as Options.Retry
+//     (a shell.RetryPolicy; default shell.DefaultModelRetry) says: 408,
+//     409, 429, 5xx, transport errors (connection refused or reset, a
+//     timed-out attempt) and a 2xx reply that is not a chat completion with
+//     a choice (not JSON, an error object, no choices: a proxy's glitch) are
+//     retried after an exponential backoff scaled by a random jitter, or
+//     after the server's Retry-After (seconds or HTTP date; also
+//     retry-after-ms), which the jitter only ever lengthens. No retry starts
+//     later than Retry.MaxElapsed after the first attempt: a backoff is cut
+//     to the time left, and a server that asks to wait beyond it ends the
+//     retries at once.
+//   - When the retries of a transient failure run out, Complete returns a
+//     *shell.TransientError naming the attempts and the last failure
+//     ("gave up after 5 attempts (last: status 429 Too Many Requests:
+//     ...)"), with the server's last Retry-After; the runner stalls the run.
 //   - 401, 403, 404 and the other 4xx statuses are not retried; their errors
-//     wrap shell.ErrModelPermanent and say what to check. Running out of
-//     retries is an ordinary error naming the attempts and the last status.
+//     wrap shell.ErrModelPermanent and say what to check (the variable that
+//     holds the key; for a 404 from a base URL with no version in its path,
+//     that OpenAI-compatible servers usually serve under /v1).
 //   - When ctx ends, Complete returns promptly with an error for which
 //     errors.Is(err, ctx.Err()) holds, whether it was waiting on the server or
 //     on a backoff.

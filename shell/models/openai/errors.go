@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
+	"regexp"
 	"strings"
 	"time"
 
@@ -22,17 +24,22 @@ type statusError struct {
 
 func (e *statusError) Error() string { return "status " + statusText(e.Status, e.Message) }
 
-// gaveUpError ends the retries: the attempts ran out, or the server asked to
-// wait longer than MaxBackoff. It deliberately does not unwrap: the last
-// transport error may be a per-attempt timeout, which callers must not take
-// for a deadline of their own.
+// gaveUpError ends the retries of a transient failure: the attempts ran
+// out, the time limit (MaxElapsed) passed, or the server asked to wait
+// beyond it. It deliberately does not unwrap: the last transport error may
+// be a per-attempt timeout, which callers must not take for a deadline of
+// their own.
 type gaveUpError struct {
 	Attempts int
 	Status   int    // the last status; 0 after a transport error
 	Message  string // the server's message with Status
-	Err      error  // the last transport error
-	// Wait is what the server asked for, when it exceeded MaxBackoff.
-	Wait, MaxBackoff time.Duration
+	Err      error  // the last transport error, or why a 2xx reply was unusable
+	// RetryAfter is the wait the server asked for in its last reply, if any.
+	RetryAfter time.Duration
+	// Stop is why the retries ended before the attempts ran out (0: they
+	// ran out); Limit is then the policy's MaxElapsed.
+	Stop  stopReason
+	Limit time.Duration
 }
 
 func (e *gaveUpError) Error() string {
@@ -40,9 +47,12 @@ func (e *gaveUpError) Error() string {
 	if e.Err != nil {
 		last = e.Err.Error()
 	}
-	if e.Wait > 0 {
-		return fmt.Sprintf("the server asked to wait %v before retrying, longer than the maximum backoff of %v; gave up after %s (last: %s)",
-			e.Wait, e.MaxBackoff, attempts(e.Attempts), last)
+	switch e.Stop {
+	case stopAsked:
+		return fmt.Sprintf("the server asked to wait %v before retrying, beyond the retry time limit of %v; gave up after %s (last: %s)",
+			e.RetryAfter, e.Limit, attempts(e.Attempts), last)
+	case stopElapsed:
+		return fmt.Sprintf("gave up after %s: the retry time limit of %v has passed (last: %s)", attempts(e.Attempts), e.Limit, last)
 	}
 	return fmt.Sprintf("gave up after %s (last: %s)", attempts(e.Attempts), last)
 }
@@ -93,7 +103,8 @@ func serverMessage(body []byte) string {
 
 // explain turns what CreateChatCompletion returned into the error Complete
 // returns: ctx.Err() when ctx ended, a permanent error for statuses retrying
-// cannot fix, a plain error otherwise.
+// cannot fix, a *shell.TransientError when the retries of a transient
+// failure ran out, a plain error otherwise.
 func (p *Provider) explain(ctx context.Context, err error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return ctxErr
@@ -111,24 +122,37 @@ func (p *Provider) explain(ctx context.Context, err error) error {
 			}
 			return permanentf("the endpoint refused the API key (%d); check the variable %s%s", se.Status, p.keyEnv, said)
 		case http.StatusNotFound:
-			return permanentf("model %q or endpoint not found at %s (404)%s", p.model, p.baseURL, said)
+			return permanentf("model %q or endpoint not found at %s (404)%s%s", p.model, p.baseURL, said, versionHint(p.baseURL))
 		default:
 			return permanentf("%s: the endpoint rejected the request (%s)", p, statusText(se.Status, se.Message))
 		}
 	}
 	var ge *gaveUpError
 	if errors.As(err, &ge) {
-		return fmt.Errorf("%s: %s", p, ge.Error())
+		return &shell.TransientError{Err: fmt.Errorf("%s: %s", p, ge.Error()), Attempts: ge.Attempts, RetryAfter: ge.RetryAfter}
 	}
 	if errors.Is(err, goopenai.ErrChatCompletionInvalidModel) {
 		return permanentf("%s: %v", p, err)
 	}
-	var syntax *json.SyntaxError
-	var typ *json.UnmarshalTypeError
-	if errors.As(err, &syntax) || errors.As(err, &typ) {
-		return fmt.Errorf("%s: the reply is not a chat completion: %w", p, err)
-	}
 	return fmt.Errorf("%s: %w", p, err)
+}
+
+// versionSegment matches an API version in a URL path segment: v1, v1beta.
+var versionSegment = regexp.MustCompile(`^v\d+([a-z]+\d*)?$`)
+
+// versionHint suggests /v1 for a 404 from a base URL with no version in
+// its path (http://localhost:11434 for Ollama's http://localhost:11434/v1).
+func versionHint(baseURL string) string {
+	u, err := url.Parse(baseURL)
+	if err != nil || isAzure(baseURL) {
+		return ""
+	}
+	for _, seg := range strings.Split(u.Path, "/") {
+		if versionSegment.MatchString(seg) {
+			return ""
+		}
+	}
+	return fmt.Sprintf("; OpenAI-compatible servers usually serve under /v1: try base_url = %q", strings.TrimRight(baseURL, "/")+"/v1")
 }
 
 // permanentError is an error that retrying cannot fix: its message is the

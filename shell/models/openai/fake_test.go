@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -162,17 +163,64 @@ const (
 	overloadError  = `{"error": {"message": "The server is overloaded.", "type": "server_error", "param": null, "code": null}}`
 )
 
-// sleeps records the waits between attempts instead of sleeping.
+// listenFakeServer is newFakeServer listening on addr, a port that was
+// free (a refused connection until then).
+func listenFakeServer(t *testing.T, addr string, replies ...fakeReply) *fakeServer {
+	t.Helper()
+	f := &fakeServer{t: t, replies: replies}
+	f.Server = httptest.NewUnstartedServer(http.HandlerFunc(f.serve))
+	f.Listener.Close()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("listen on %s again: %v", addr, err)
+	}
+	f.Listener = ln
+	f.Start()
+	t.Cleanup(f.Close)
+	return f
+}
+
+// closedPort is an address nothing listens on: connecting to it is refused.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// clockStart is when the fake clock of sleeps starts.
+var clockStart = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// sleeps records the waits between attempts instead of sleeping, and is the
+// clock: its time moves on by each wait. onSleep, when set, is called with
+// the number of the wait (1, 2, ...) before it returns.
 type sleeps struct {
-	mu    sync.Mutex
-	waits []time.Duration
+	mu      sync.Mutex
+	waits   []time.Duration
+	elapsed time.Duration
+	onSleep func(n int)
 }
 
 func (s *sleeps) sleep(ctx context.Context, d time.Duration) error {
 	s.mu.Lock()
 	s.waits = append(s.waits, d)
+	s.elapsed += d
+	n, hook := len(s.waits), s.onSleep
 	s.mu.Unlock()
+	if hook != nil {
+		hook(n)
+	}
 	return ctx.Err()
+}
+
+func (s *sleeps) now() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return clockStart.Add(s.elapsed)
 }
 
 func (s *sleeps) recorded() []time.Duration {

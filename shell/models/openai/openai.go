@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"os"
@@ -16,13 +17,11 @@ import (
 	"github.com/stepwise-agent/stepwise/shell"
 )
 
-// Defaults used where Options leaves a field at its zero value.
+// Defaults used where Options leaves a field at its zero value (the retry
+// policy's are shell.DefaultModelRetry).
 const (
 	DefaultBaseURL         = "https://api.openai.com/v1"
 	DefaultTimeout         = 60 * time.Second
-	DefaultMaxRetries      = 4
-	DefaultBackoffBase     = 500 * time.Millisecond
-	DefaultMaxBackoff      = 30 * time.Second
 	DefaultAzureAPIVersion = "2024-10-21"
 )
 
@@ -39,15 +38,18 @@ type Options struct {
 	// Timeout bounds each HTTP attempt, reading the reply included
 	// (default DefaultTimeout). Complete as a whole is bounded by its ctx.
 	Timeout time.Duration
-	// MaxRetries is how many times a failed attempt is retried: 0 means
-	// DefaultMaxRetries, -1 means none.
+	// Retry says how transient failures are retried. Its zero fields are
+	// taken from MaxRetries, BackoffBase and MaxBackoff when those are set,
+	// else from shell.DefaultModelRetry.
+	Retry shell.RetryPolicy
+	// MaxRetries is the older way to set Retry.Attempts: n retries are n+1
+	// attempts, -1 means none (one attempt). Retry.Attempts wins when both
+	// are set.
 	MaxRetries int
-	// BackoffBase is the wait before the first retry; it doubles for each
-	// further retry (default DefaultBackoffBase).
+	// BackoffBase and MaxBackoff are the older names of Retry.Backoff and
+	// Retry.MaxBackoff, used when those are zero.
 	BackoffBase time.Duration
-	// MaxBackoff caps the computed wait, and is the longest Retry-After the
-	// provider will honour (default DefaultMaxBackoff).
-	MaxBackoff time.Duration
+	MaxBackoff  time.Duration
 	// Temperature is sent when set.
 	Temperature *float32
 	// MaxTokens caps the reply's length when positive.
@@ -60,6 +62,10 @@ type Options struct {
 	// Sleep waits between attempts; it must return ctx.Err() when ctx ends
 	// first. The default waits on a timer. Tests record the waits with it.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// Rand draws the jitter, uniformly from [0, 1) (default: math/rand/v2).
+	Rand func() float64
+	// Now is the clock Retry.MaxElapsed is measured by (default time.Now).
+	Now func() time.Time
 }
 
 // Provider is a shell.ModelProvider for one model at one OpenAI-compatible
@@ -99,13 +105,12 @@ func New(opts Options) (*Provider, error) {
 		cfg.BaseURL = o.BaseURL
 	}
 	cfg.HTTPClient = &retryDoer{
-		client:      o.HTTPClient,
-		maxAttempts: o.MaxRetries + 1,
-		base:        o.BackoffBase,
-		max:         o.MaxBackoff,
-		timeout:     o.Timeout,
-		sleep:       o.Sleep,
-		now:         time.Now,
+		client:  o.HTTPClient,
+		policy:  o.Retry,
+		timeout: o.Timeout,
+		sleep:   o.Sleep,
+		rand:    o.Rand,
+		now:     o.Now,
 	}
 	return &Provider{
 		client:      goopenai.NewClientWithConfig(cfg),
@@ -128,29 +133,27 @@ func (o Options) withDefaults() (Options, error) {
 	if u, err := url.Parse(o.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		errs = append(errs, fmt.Sprintf("base URL %q is not an http or https URL", o.BaseURL))
 	}
-	switch {
-	case o.MaxRetries == 0:
-		o.MaxRetries = DefaultMaxRetries
-	case o.MaxRetries == -1:
-		o.MaxRetries = 0
-	case o.MaxRetries < -1:
+	if o.MaxRetries < -1 {
 		errs = append(errs, "max retries is negative (use -1 for none)")
 	}
-	for _, d := range []struct {
-		name string
-		v    *time.Duration
-		def  time.Duration
-	}{
-		{"timeout", &o.Timeout, DefaultTimeout},
-		{"backoff base", &o.BackoffBase, DefaultBackoffBase},
-		{"max backoff", &o.MaxBackoff, DefaultMaxBackoff},
-	} {
-		if *d.v < 0 {
-			errs = append(errs, d.name+" is negative")
-		}
-		if *d.v == 0 {
-			*d.v = d.def
-		}
+	if o.Retry.Attempts == 0 && o.MaxRetries != 0 {
+		o.Retry.Attempts = max(o.MaxRetries, 0) + 1
+	}
+	if o.Timeout < 0 || o.BackoffBase < 0 || o.MaxBackoff < 0 {
+		errs = append(errs, "timeout and backoffs must not be negative")
+	}
+	if o.Timeout == 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.Retry.Backoff == 0 {
+		o.Retry.Backoff = o.BackoffBase
+	}
+	if o.Retry.MaxBackoff == 0 {
+		o.Retry.MaxBackoff = o.MaxBackoff
+	}
+	o.Retry = o.Retry.WithDefaults(shell.DefaultModelRetry)
+	if err := o.Retry.Validate(); err != nil {
+		errs = append(errs, "retry: "+strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
 	if o.MaxTokens < 0 {
 		errs = append(errs, "max tokens is negative")
@@ -163,6 +166,12 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Sleep == nil {
 		o.Sleep = sleep
+	}
+	if o.Rand == nil {
+		o.Rand = rand.Float64
+	}
+	if o.Now == nil {
+		o.Now = time.Now
 	}
 	if len(errs) > 0 {
 		return o, errors.New(strings.Join(errs, "; "))

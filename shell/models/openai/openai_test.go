@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"reflect"
@@ -15,6 +16,10 @@ import (
 	"github.com/stepwise-agent/stepwise/shell"
 )
 
+// newProvider makes a Provider whose waits are recorded, not slept, on a
+// fake clock that moves on by each wait. Unless opts says otherwise, the
+// jitter draws 0.5: a backoff is then exact and a Retry-After is lengthened
+// by half the jitter.
 func newProvider(t *testing.T, opts Options) (*Provider, *sleeps) {
 	t.Helper()
 	s := &sleeps{}
@@ -23,6 +28,12 @@ func newProvider(t *testing.T, opts Options) (*Provider, *sleeps) {
 	}
 	if opts.Sleep == nil {
 		opts.Sleep = s.sleep
+	}
+	if opts.Now == nil {
+		opts.Now = s.now
+	}
+	if opts.Rand == nil {
+		opts.Rand = func() float64 { return 0.5 }
 	}
 	p, err := New(opts)
 	if err != nil {
@@ -248,6 +259,9 @@ func TestPermanentErrors(t *testing.T) {
 			if strings.Contains(err.Error(), "sk-secret-value") {
 				t.Errorf("the error shows the key: %v", err)
 			}
+			if strings.Contains(err.Error(), "under /v1") {
+				t.Errorf("the /v1 hint for a base URL that has it: %v", err)
+			}
 			if n := len(srv.recorded()); n != 1 || len(s.recorded()) != 0 {
 				t.Errorf("%d requests and waits %v; a permanent error must not be retried", n, s.recorded())
 			}
@@ -335,19 +349,106 @@ func TestSamplingOptions(t *testing.T) {
 	}
 }
 
-func TestMalformedReplies(t *testing.T) {
-	for name, body := range map[string]string{
-		"no choices": `{"id":"x","object":"chat.completion","choices":[],"usage":{}}`,
-		"not JSON":   `<html>hello</html>`,
+func TestMalformedRepliesAreTransient(t *testing.T) {
+	for name, c := range map[string]struct{ body, want string }{
+		"no choices":     {`{"id":"x","object":"chat.completion","choices":[],"usage":{}}`, "the reply has no choices"},
+		"not JSON":       {`<html>hello</html>`, "the reply is not a chat completion (invalid character '<' looking for beginning of value): <html>hello</html>"},
+		"error in a 200": {`{"error":{"message":"upstream timed out"}}`, "the reply has no choices: upstream timed out"},
+		"wrong types":    {`{"choices":"many"}`, "the reply is not a chat completion"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			srv := newFakeServer(t, ok(body))
-			p, _ := newProvider(t, Options{BaseURL: srv.base()})
+			srv := newFakeServer(t, ok(c.body))
+			p, s := newProvider(t, Options{BaseURL: srv.base(), Retry: shell.RetryPolicy{Attempts: 3}})
 			_, err := p.Complete(context.Background(), ask("hi"))
-			if err == nil || errors.Is(err, shell.ErrModelPermanent) {
-				t.Errorf("err = %v, want a non-permanent error", err)
+			var te *shell.TransientError
+			if !errors.As(err, &te) || errors.Is(err, shell.ErrModelPermanent) {
+				t.Fatalf("err = %v, want a TransientError", err)
+			}
+			if te.Attempts != 3 || len(srv.recorded()) != 3 || len(s.recorded()) != 2 {
+				t.Errorf("%d attempts, %d requests, waits %v; want 3 attempts, 3 requests, 2 waits", te.Attempts, len(srv.recorded()), s.recorded())
+			}
+			if !strings.Contains(err.Error(), "gave up after 3 attempts (last: "+c.want) {
+				t.Errorf("err = %v, want it to name the attempts and contain %q", err, c.want)
 			}
 		})
+	}
+
+	// A proxy's glitch goes away on the next attempt.
+	srv := newFakeServer(t, ok(`<html>502 Bad Gateway</html>`), ok(textCompletion))
+	p, _ := newProvider(t, Options{BaseURL: srv.base()})
+	if got, err := p.Complete(context.Background(), ask("hi")); err != nil || got.Text == "" {
+		t.Errorf("Complete after a glitch = %+v, %v; want the second reply", got, err)
+	}
+}
+
+func TestVersionHint(t *testing.T) {
+	for _, c := range []struct {
+		base, want string
+	}{
+		{"http://localhost:11434", `; OpenAI-compatible servers usually serve under /v1: try base_url = "http://localhost:11434/v1"`},
+		{"http://localhost:11434/", `try base_url = "http://localhost:11434/v1"`},
+		{"http://localhost:8080/api", `try base_url = "http://localhost:8080/api/v1"`},
+		{"http://localhost:11434/v1", ""},
+		{"https://openrouter.ai/api/v1/", ""},
+		{"https://generativelanguage.googleapis.com/v1beta/openai", ""},
+		{"https://myres.openai.azure.com", ""},
+	} {
+		got := versionHint(c.base)
+		if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
+			t.Errorf("versionHint(%q) = %q, want %q", c.base, got, c.want)
+		}
+	}
+
+	// Through a 404 from a server reached without /v1, and with it.
+	for _, withV1 := range []bool{false, true} {
+		srv := newFakeServer(t, status(404, "404 page not found"))
+		base := srv.URL
+		if withV1 {
+			base = srv.base()
+		}
+		p, s := newProvider(t, Options{BaseURL: base, Model: "x"})
+		_, err := p.Complete(context.Background(), ask("hi"))
+		if !errors.Is(err, shell.ErrModelPermanent) || len(srv.recorded()) != 1 || len(s.recorded()) != 0 {
+			t.Fatalf("err = %v after %d requests; want a permanent error at once", err, len(srv.recorded()))
+		}
+		want := fmt.Sprintf(`model "x" or endpoint not found at %s (404) (the server said: 404 page not found); OpenAI-compatible servers usually serve under /v1: try base_url = "%s/v1"`, srv.URL, srv.URL)
+		if withV1 {
+			want = fmt.Sprintf(`model "x" or endpoint not found at %s/v1 (404) (the server said: 404 page not found)`, srv.URL)
+		}
+		if err.Error() != want {
+			t.Errorf("err = %v\nwant  %s", err, want)
+		}
+	}
+}
+
+func TestRetryPolicyFromOptions(t *testing.T) {
+	def := shell.DefaultModelRetry
+	with := func(f func(*shell.RetryPolicy)) shell.RetryPolicy {
+		p := def
+		f(&p)
+		return p
+	}
+	for _, c := range []struct {
+		name string
+		opts Options
+		want shell.RetryPolicy
+	}{
+		{"defaults", Options{}, def},
+		{"max retries", Options{MaxRetries: 2}, with(func(p *shell.RetryPolicy) { p.Attempts = 3 })},
+		{"no retries", Options{MaxRetries: -1}, with(func(p *shell.RetryPolicy) { p.Attempts = 1 })},
+		{"the policy wins", Options{MaxRetries: 2, Retry: shell.RetryPolicy{Attempts: 7}}, with(func(p *shell.RetryPolicy) { p.Attempts = 7 })},
+		{"old backoff names", Options{BackoffBase: time.Second, MaxBackoff: time.Minute},
+			with(func(p *shell.RetryPolicy) { p.Backoff, p.MaxBackoff = time.Second, time.Minute })},
+		{"the policy's backoff wins", Options{BackoffBase: time.Second, Retry: shell.RetryPolicy{Backoff: 3 * time.Second}},
+			with(func(p *shell.RetryPolicy) { p.Backoff = 3 * time.Second })},
+		{"a full policy", Options{Retry: shell.RetryPolicy{Attempts: 6, Backoff: time.Second, MaxBackoff: 20 * time.Second, MaxElapsed: 3 * time.Minute, Jitter: -1}},
+			shell.RetryPolicy{Attempts: 6, Backoff: time.Second, MaxBackoff: 20 * time.Second, MaxElapsed: 3 * time.Minute, Jitter: -1}},
+	} {
+		c.opts.Model = "m"
+		o, err := c.opts.withDefaults()
+		if err != nil || o.Retry != c.want {
+			t.Errorf("%s: policy = %+v, %v; want %+v", c.name, o.Retry, err, c.want)
+		}
 	}
 }
 
@@ -357,6 +458,10 @@ func TestOptionsChecked(t *testing.T) {
 		{Model: "m", BaseURL: "localhost:11434"},
 		{Model: "m", MaxRetries: -2},
 		{Model: "m", Timeout: -time.Second},
+		{Model: "m", Retry: shell.RetryPolicy{Attempts: -1}},
+		{Model: "m", Retry: shell.RetryPolicy{Jitter: 1.5}},
+		{Model: "m", Retry: shell.RetryPolicy{MaxElapsed: -time.Second}},
+		{Model: "m", BackoffBase: -time.Second},
 	} {
 		if _, err := New(o); err == nil {
 			t.Errorf("New(%+v) succeeded", o)

@@ -3,6 +3,7 @@ package openai
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,26 +11,32 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	goopenai "github.com/sashabaranov/go-openai"
+
+	"github.com/stepwise-agent/stepwise/shell"
 )
 
 // maxRetryAfter clamps absurd Retry-After values (they only need to exceed
-// any sensible MaxBackoff).
+// any sensible MaxElapsed).
 const maxRetryAfter = 1000 * time.Hour
 
 // maxReplyBytes bounds the reply body read into memory.
 const maxReplyBytes = 64 << 20
 
-// retryDoer is the go-openai HTTPDoer: it sends a request, re-sending it
-// (req.GetBody) after a retryable failure, and reads the whole reply within
-// the attempt's timeout. It returns a response only for a 2xx status; every
-// other outcome is an error (*statusError, *gaveUpError, or ctx.Err()).
+// retryDoer is the go-openai HTTPDoer of a Provider, which only asks for
+// chat completions: it sends a request, re-sending it (req.GetBody) after a
+// transient failure as its policy allows, and reads the whole reply within
+// the attempt's timeout. It returns a response only for a 2xx status whose
+// body is a chat completion with at least one choice; every other outcome
+// is an error (*statusError, *gaveUpError, or ctx.Err()).
 type retryDoer struct {
-	client      *http.Client
-	maxAttempts int
-	base, max   time.Duration
-	timeout     time.Duration
-	sleep       func(ctx context.Context, d time.Duration) error
-	now         func() time.Time
+	client  *http.Client
+	policy  shell.RetryPolicy // with its defaults filled in
+	timeout time.Duration
+	sleep   func(ctx context.Context, d time.Duration) error
+	rand    func() float64
+	now     func() time.Time
 }
 
 // attempt is the outcome of one try.
@@ -37,17 +44,18 @@ type attempt struct {
 	status int
 	header http.Header
 	body   []byte
-	err    error // transport error (retryable); status is 0
+	err    error // a transport error or a reply that is no chat completion (retryable)
 	final  error // an error retrying cannot fix
 }
 
 // Do implements go-openai's HTTPDoer.
 func (d *retryDoer) Do(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
-	maxAttempts := d.maxAttempts
+	maxAttempts := d.policy.Attempts
 	if req.Body != nil && req.GetBody == nil {
 		maxAttempts = 1 // the body cannot be sent twice
 	}
+	start := d.now()
 	for n := 1; ; n++ {
 		r := req
 		if n > 1 && req.GetBody != nil {
@@ -71,15 +79,17 @@ func (d *retryDoer) Do(req *http.Request) (*http.Response, error) {
 		if a.err == nil && !retryableStatus(a.status) {
 			return nil, &statusError{Status: a.status, Message: serverMessage(a.body)}
 		}
-		wait, asked := retryAfter(a.header, d.now())
-		if !asked {
-			wait = backoff(d.base, d.max, n)
+		g := &gaveUpError{Attempts: n, Status: a.status, Err: a.err, Message: serverMessage(a.body)}
+		asked, hasAsked := retryAfter(a.header, d.now())
+		if hasAsked {
+			g.RetryAfter = asked
 		}
-		if n >= maxAttempts || wait > d.max {
-			g := &gaveUpError{Attempts: n, Status: a.status, Err: a.err, Message: serverMessage(a.body)}
-			if n < maxAttempts {
-				g.Wait, g.MaxBackoff = wait, d.max
-			}
+		if n >= maxAttempts {
+			return nil, g
+		}
+		wait, stop := d.next(n, asked, hasAsked, d.now().Sub(start))
+		if stop != 0 {
+			g.Stop, g.Limit = stop, d.policy.MaxElapsed
 			return nil, g
 		}
 		if err := d.sleep(ctx, wait); err != nil {
@@ -89,6 +99,35 @@ func (d *retryDoer) Do(req *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 	}
+}
+
+// stopReason says why the retries ended before the attempts ran out.
+type stopReason int
+
+const (
+	stopElapsed stopReason = iota + 1 // MaxElapsed has passed
+	stopAsked                         // the server asked for a wait beyond MaxElapsed
+)
+
+// next is the wait before retry n, elapsed after the first attempt started,
+// or why no retry may start: no retry starts after MaxElapsed. The server's
+// wait (asked, when hasAsked) replaces the backoff and is only ever
+// lengthened by the jitter; a computed backoff is jittered both ways.
+func (d *retryDoer) next(n int, asked time.Duration, hasAsked bool, elapsed time.Duration) (time.Duration, stopReason) {
+	left := d.policy.MaxElapsed - elapsed
+	switch {
+	case left <= 0:
+		return 0, stopElapsed
+	case hasAsked && asked > left:
+		return 0, stopAsked
+	case hasAsked:
+		wait := asked
+		if d.policy.Jitter > 0 {
+			wait += time.Duration(float64(asked) * d.policy.Jitter * d.rand())
+		}
+		return min(wait, left), 0
+	}
+	return min(d.policy.Wait(n, d.rand), left), 0
 }
 
 // try sends r once under the per-attempt timeout and reads the whole body.
@@ -107,9 +146,35 @@ func (d *retryDoer) try(r *http.Request) (attempt, *http.Response) {
 	if len(body) > maxReplyBytes {
 		return attempt{final: fmt.Errorf("the reply is larger than %d bytes", maxReplyBytes)}, nil
 	}
+	a := attempt{status: resp.StatusCode, header: resp.Header, body: body}
+	if a.status >= 200 && a.status < 300 {
+		a.err = checkCompletion(body)
+	}
 	resp.Body = io.NopCloser(bytes.NewReader(body))
 	resp.ContentLength = int64(len(body))
-	return attempt{status: resp.StatusCode, header: resp.Header, body: body}, resp
+	return a, resp
+}
+
+// checkCompletion reports a 2xx body that is not a chat completion with a
+// choice: a proxy's error page, a truncated reply. Such a reply is retried
+// like a 5xx.
+func checkCompletion(body []byte) error {
+	var c goopenai.ChatCompletionResponse
+	if err := json.Unmarshal(body, &c); err != nil {
+		return fmt.Errorf("the reply is not a chat completion (%v)%s", err, quoted(body))
+	}
+	if len(c.Choices) == 0 {
+		return fmt.Errorf("the reply has no choices%s", quoted(body))
+	}
+	return nil
+}
+
+// quoted is ": " and the server's message in body, or nothing.
+func quoted(body []byte) string {
+	if m := serverMessage(body); m != "" {
+		return ": " + m
+	}
+	return ""
 }
 
 // attemptErr replaces a per-attempt timeout by an error that does not match
@@ -130,18 +195,6 @@ func retryableStatus(status int) bool {
 		return true
 	}
 	return false
-}
-
-// backoff is the wait before retry n (n >= 1): base * 2^(n-1), capped at max.
-func backoff(base, max time.Duration, n int) time.Duration {
-	d := base
-	for i := 1; i < n; i++ {
-		if d >= max/2 {
-			return max
-		}
-		d *= 2
-	}
-	return min(d, max)
 }
 
 // retryAfter reads how long the server asked to wait: retry-after-ms, or

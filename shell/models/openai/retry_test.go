@@ -3,6 +3,8 @@ package openai
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"reflect"
@@ -15,17 +17,89 @@ import (
 	"github.com/stepwise-agent/stepwise/shell"
 )
 
-func TestBackoff(t *testing.T) {
-	base, max := 500*time.Millisecond, 30*time.Second
-	want := []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second,
-		8 * time.Second, 16 * time.Second, 30 * time.Second, 30 * time.Second}
-	for i, w := range want {
-		if got := backoff(base, max, i+1); got != w {
-			t.Errorf("backoff(retry %d) = %v, want %v", i+1, got, w)
+func TestNextWait(t *testing.T) {
+	policy := shell.RetryPolicy{Attempts: 10, Backoff: time.Second, MaxBackoff: 8 * time.Second, MaxElapsed: time.Minute, Jitter: 0.2}
+	cases := []struct {
+		name    string
+		n       int
+		asked   time.Duration // the server's Retry-After; -1: none
+		elapsed time.Duration
+		draw    float64
+		wait    time.Duration
+		stop    stopReason
+	}{
+		{"first backoff", 1, -1, 0, 0.5, time.Second, 0},
+		{"doubled", 3, -1, 0, 0.5, 4 * time.Second, 0},
+		{"capped", 9, -1, 0, 0.5, 8 * time.Second, 0},
+		{"jitter down", 3, -1, 0, 0, 3200 * time.Millisecond, 0},
+		{"jitter up", 3, -1, 0, 0.75, 4400 * time.Millisecond, 0},
+		{"server's wait", 1, 7 * time.Second, 0, 0, 7 * time.Second, 0},
+		{"server's wait lengthened", 1, 7 * time.Second, 0, 0.5, 7700 * time.Millisecond, 0},
+		{"server's wait beyond the cap of backoffs", 1, 40 * time.Second, 0, 0, 40 * time.Second, 0},
+		{"server's wait zero", 1, 0, 0, 0.9, 0, 0},
+		{"backoff cut to the time left", 4, -1, 55 * time.Second, 0.5, 5 * time.Second, 0},
+		{"server's wait cut to the time left, never below it", 1, 5 * time.Second, 55 * time.Second, 0.9, 5 * time.Second, 0},
+		{"server's wait beyond the time left", 1, 6 * time.Second, 55 * time.Second, 0, 0, stopAsked},
+		{"time limit reached", 1, -1, time.Minute, 0.5, 0, stopElapsed},
+		{"time limit passed", 1, 2 * time.Second, 61 * time.Second, 0.5, 0, stopElapsed},
+	}
+	for _, c := range cases {
+		d := &retryDoer{policy: policy, rand: func() float64 { return c.draw }}
+		wait, stop := d.next(c.n, max(c.asked, 0), c.asked >= 0, c.elapsed)
+		if wait != c.wait || stop != c.stop {
+			t.Errorf("%s: next = %v, %d; want %v, %d", c.name, wait, stop, c.wait, c.stop)
 		}
 	}
-	if got := backoff(base, max, 1000); got != max {
-		t.Errorf("backoff(retry 1000) = %v, want the cap", got)
+}
+
+func TestJitterStaysInBounds(t *testing.T) {
+	policy := shell.RetryPolicy{Attempts: 10, Backoff: time.Second, MaxBackoff: 8 * time.Second, MaxElapsed: time.Hour, Jitter: 0.5}
+	d := &retryDoer{policy: policy, rand: rand.Float64}
+	for n := 1; n <= 5; n++ {
+		nominal := policy.Wait(n, nil)
+		lo, hi := nominal, nominal
+		for range 2000 {
+			w, _ := d.next(n, 0, false, 0)
+			lo, hi = min(lo, w), max(hi, w)
+		}
+		if lo < nominal/2 || hi > nominal*3/2 {
+			t.Errorf("retry %d: waits in [%v, %v], want them within [%v, %v]", n, lo, hi, nominal/2, nominal*3/2)
+		}
+		if lo > nominal*6/10 || hi < nominal*14/10 {
+			t.Errorf("retry %d: waits in [%v, %v] around %v: the jitter hardly varies them", n, lo, hi, nominal)
+		}
+		asked := time.Duration(n) * time.Second
+		lo, hi = time.Hour, 0
+		for range 2000 {
+			w, _ := d.next(n, asked, true, 0)
+			lo, hi = min(lo, w), max(hi, w)
+		}
+		if lo < asked || hi > asked*3/2 || hi < asked*14/10 {
+			t.Errorf("Retry-After %v: waits in [%v, %v], want them within [%v, %v], never shorter", asked, lo, hi, asked, asked*3/2)
+		}
+	}
+}
+
+func TestRetryAfterNeverShortened(t *testing.T) {
+	srv := newFakeServer(t,
+		status(429, rateLimitError, "Retry-After", "2"),
+		status(503, overloadError, "Retry-After-Ms", "1500"),
+		status(429, rateLimitError, "Retry-After", "2"),
+		ok(textCompletion))
+	// The default jitter (0.2) drawn by the default source.
+	p, s := newProvider(t, Options{BaseURL: srv.base(), Rand: rand.Float64})
+	if _, err := p.Complete(context.Background(), ask("hi")); err != nil {
+		t.Fatalf("Complete: %v", err)
+	}
+	w := s.recorded()
+	asked := []time.Duration{2 * time.Second, 1500 * time.Millisecond, 2 * time.Second}
+	if len(w) != len(asked) {
+		t.Fatalf("waits = %v, want %d", w, len(asked))
+	}
+	for i, a := range asked {
+		if w[i] < a || w[i] > a*12/10 {
+			t.Errorf("wait %d = %v for a Retry-After of %v; want it within [%v, %v]", i+1, w[i], a, a, a*12/10)
+		}
 	}
 }
 
@@ -103,8 +177,9 @@ func TestRetryAfterHonoured(t *testing.T) {
 	if got.Text == "" {
 		t.Errorf("empty reply after the retry")
 	}
-	if w := s.recorded(); !reflect.DeepEqual(w, []time.Duration{7 * time.Second}) {
-		t.Errorf("waits = %v, want [7s] (the Retry-After)", w)
+	// 7s lengthened by the jitter: 0.2 * the draw of 0.5.
+	if w := s.recorded(); !reflect.DeepEqual(w, []time.Duration{7700 * time.Millisecond}) {
+		t.Errorf("waits = %v, want [7.7s] (the Retry-After and 10%%)", w)
 	}
 	reqs := srv.recorded()
 	if len(reqs) != 2 {
@@ -112,6 +187,32 @@ func TestRetryAfterHonoured(t *testing.T) {
 	}
 	if string(reqs[0].raw) != string(reqs[1].raw) || len(reqs[1].raw) == 0 {
 		t.Errorf("the retry sent a different body:\n%s\n%s", reqs[0].raw, reqs[1].raw)
+	}
+}
+
+func TestRateLimitedUntilTheAttemptsRunOut(t *testing.T) {
+	limited := status(429, rateLimitError, "Retry-After", "1")
+	srv := newFakeServer(t, limited, limited, limited, limited, limited, ok(textCompletion))
+	p, s := newProvider(t, Options{BaseURL: srv.base()})
+
+	_, err := p.Complete(context.Background(), ask("hi"))
+	var te *shell.TransientError
+	if !errors.As(err, &te) {
+		t.Fatalf("err = %v (%T), want a *shell.TransientError", err, err)
+	}
+	if errors.Is(err, shell.ErrModelPermanent) {
+		t.Errorf("a rate limit is marked permanent: %v", err)
+	}
+	attempts := shell.DefaultModelRetry.Attempts
+	if te.Attempts != attempts || te.RetryAfter != time.Second {
+		t.Errorf("Attempts = %d, RetryAfter = %v; want %d and 1s", te.Attempts, te.RetryAfter, attempts)
+	}
+	want := fmt.Sprintf("gave up after %d attempts (last: status 429 Too Many Requests: Rate limit reached for gpt-4o-mini", attempts)
+	if !strings.Contains(err.Error(), want) {
+		t.Errorf("err = %v, want it to contain %q", err, want)
+	}
+	if n, w := len(srv.recorded()), s.recorded(); n != attempts || len(w) != attempts-1 {
+		t.Errorf("%d requests and waits %v; want %d requests and %d waits", n, w, attempts, attempts-1)
 	}
 }
 
@@ -143,8 +244,9 @@ func TestRetriesExhausted(t *testing.T) {
 			t.Errorf("error %q does not mention %q", err, want)
 		}
 	}
-	if errors.Is(err, shell.ErrModelPermanent) {
-		t.Errorf("running out of retries is marked permanent: %v", err)
+	var te *shell.TransientError
+	if !errors.As(err, &te) || te.Attempts != 3 || te.RetryAfter != 0 || errors.Is(err, shell.ErrModelPermanent) {
+		t.Errorf("err = %#v, want a TransientError after 3 attempts, with no Retry-After", err)
 	}
 	if n := len(srv.recorded()); n != 3 {
 		t.Errorf("%d requests, want 3", n)
@@ -166,15 +268,92 @@ func TestNoRetries(t *testing.T) {
 	}
 }
 
-func TestRetryAfterLongerThanMaxBackoff(t *testing.T) {
-	srv := newFakeServer(t, status(429, rateLimitError, "Retry-After", "120"), ok(textCompletion))
+func TestRetryAfterBeyondMaxElapsed(t *testing.T) {
+	srv := newFakeServer(t, status(429, rateLimitError, "Retry-After", "180"), ok(textCompletion))
 	p, s := newProvider(t, Options{BaseURL: srv.base()})
 	_, err := p.Complete(context.Background(), ask("hi"))
-	if err == nil || !strings.Contains(err.Error(), "asked to wait 2m0s") || !strings.Contains(err.Error(), "429") {
-		t.Errorf("err = %v, want it to say the server asked to wait 2m0s (429)", err)
+	var te *shell.TransientError
+	if !errors.As(err, &te) || te.Attempts != 1 || te.RetryAfter != 3*time.Minute {
+		t.Fatalf("err = %#v, want a TransientError after 1 attempt asking for 3m", err)
+	}
+	want := "the server asked to wait 3m0s before retrying, beyond the retry time limit of 2m0s; gave up after 1 attempt (last: status 429"
+	if !strings.Contains(err.Error(), want) {
+		t.Errorf("err = %v, want it to contain %q", err, want)
 	}
 	if len(srv.recorded()) != 1 || len(s.recorded()) != 0 {
 		t.Errorf("%d requests and waits %v, want 1 request and no wait", len(srv.recorded()), s.recorded())
+	}
+
+	// A wait longer than the longest backoff, within the time limit, is honoured.
+	srv = newFakeServer(t, status(429, rateLimitError, "Retry-After", "60"), ok(textCompletion))
+	p, s = newProvider(t, Options{BaseURL: srv.base(), Rand: func() float64 { return 0 }})
+	if _, err := p.Complete(context.Background(), ask("hi")); err != nil {
+		t.Fatalf("Complete: %v", err)
+	}
+	if w := s.recorded(); !reflect.DeepEqual(w, []time.Duration{time.Minute}) {
+		t.Errorf("waits = %v, want [1m]", w)
+	}
+}
+
+func TestMaxElapsedStopsRetries(t *testing.T) {
+	srv := newFakeServer(t, status(503, overloadError))
+	policy := shell.RetryPolicy{Attempts: 100, Backoff: 10 * time.Second, MaxBackoff: 10 * time.Second, MaxElapsed: 35 * time.Second, Jitter: -1}
+	p, s := newProvider(t, Options{BaseURL: srv.base(), Retry: policy})
+	_, err := p.Complete(context.Background(), ask("hi"))
+	var te *shell.TransientError
+	if !errors.As(err, &te) || te.Attempts != 5 {
+		t.Fatalf("err = %#v, want a TransientError after 5 attempts", err)
+	}
+	want := "gave up after 5 attempts: the retry time limit of 35s has passed (last: status 503 Service Unavailable: The server is overloaded.)"
+	if !strings.Contains(err.Error(), want) {
+		t.Errorf("err = %v, want it to contain %q", err, want)
+	}
+	// The last retry starts when the limit is reached, not later.
+	if w := s.recorded(); !reflect.DeepEqual(w, []time.Duration{10 * time.Second, 10 * time.Second, 10 * time.Second, 5 * time.Second}) {
+		t.Errorf("waits = %v, want [10s 10s 10s 5s]", w)
+	}
+	if n := len(srv.recorded()); n != 5 {
+		t.Errorf("%d requests, want 5", n)
+	}
+}
+
+func TestRefusedConnectionUntilTheServerStarts(t *testing.T) {
+	addr := closedPort(t)
+	policy := shell.RetryPolicy{Attempts: 10, Backoff: 5 * time.Second, MaxBackoff: 20 * time.Second, MaxElapsed: time.Minute}
+	var srv *fakeServer
+	s := &sleeps{onSleep: func(n int) {
+		if n == 3 { // the server comes up during the third wait
+			srv = listenFakeServer(t, addr, ok(textCompletion))
+		}
+	}}
+	p, _ := newProvider(t, Options{BaseURL: "http://" + addr + "/v1", Retry: policy, Sleep: s.sleep, Now: s.now})
+	got, err := p.Complete(context.Background(), ask("hi"))
+	if err != nil {
+		t.Fatalf("Complete: %v", err)
+	}
+	if got.Text != "Paris is the capital of France." {
+		t.Errorf("reply = %+v", got)
+	}
+	if w := s.recorded(); !reflect.DeepEqual(w, []time.Duration{5 * time.Second, 10 * time.Second, 20 * time.Second}) {
+		t.Errorf("waits = %v, want [5s 10s 20s]", w)
+	}
+	if n := len(srv.recorded()); n != 1 {
+		t.Errorf("%d requests reached the server, want 1", n)
+	}
+
+	// A server that stays down: the time limit ends the retries.
+	addr = closedPort(t)
+	p, s = newProvider(t, Options{BaseURL: "http://" + addr + "/v1", Retry: policy})
+	_, err = p.Complete(context.Background(), ask("hi"))
+	var te *shell.TransientError
+	if !errors.As(err, &te) || errors.Is(err, shell.ErrModelPermanent) {
+		t.Fatalf("err = %#v, want a TransientError", err)
+	}
+	if !strings.Contains(err.Error(), "the retry time limit of 1m0s has passed") || !strings.Contains(err.Error(), "connection refused") {
+		t.Errorf("err = %v, want it to name the time limit and the refused connection", err)
+	}
+	if w := s.recorded(); !reflect.DeepEqual(w, []time.Duration{5 * time.Second, 10 * time.Second, 20 * time.Second, 20 * time.Second, 5 * time.Second}) || te.Attempts != 6 {
+		t.Errorf("waits = %v, %d attempts; want [5s 10s 20s 20s 5s] and 6", w, te.Attempts)
 	}
 }
 
