@@ -144,6 +144,9 @@ func (r *Runner) answer(ctx context.Context, h *holding, ag *Agent, cur *cursor,
 	}
 	for _, id := range ans.IDs() {
 		if _, ok := byID[id]; !ok {
+			if r.answeredBefore(ctx, cur.id, ans.IDs()) {
+				return fmt.Errorf("run %s: %w (its in-doubt calls are %s)", cur.id, ErrAlreadyAnswered, doubtIDs(doubt))
+			}
 			return fmt.Errorf("%w: %q is not an in-doubt call of run %s (in doubt: %s)", core.ErrUnknownCall, id, cur.id, doubtIDs(doubt))
 		}
 	}

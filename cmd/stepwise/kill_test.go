@@ -190,6 +190,8 @@ func TestSignalInterruptsAndResumeFinishes(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		db, log := filepath.Join(dir, sig.String()+".db"), filepath.Join(dir, sig.String()+".log")
 		cmd := stepwiseCmd(db, log, "run", agent, "go")
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -210,6 +212,10 @@ func TestSignalInterruptsAndResumeFinishes(t *testing.T) {
 		}
 		if status, _ := finalConversation(t, db); status != "interrupted" {
 			t.Fatalf("%s: status %s", sig, status)
+		}
+		name := map[syscall.Signal]string{syscall.SIGINT: "SIGINT", syscall.SIGTERM: "SIGTERM"}[sig]
+		if !strings.Contains(stderr.String(), "was interrupted by "+name+"; continue it with") {
+			t.Fatalf("%s: stderr %q", sig, stderr.String())
 		}
 		if out, err := stepwiseCmd(db, log, "resume", runID(t, db)).CombinedOutput(); err != nil {
 			t.Fatalf("%s: resume: %v\n%s", sig, err, out)
