@@ -21,7 +21,10 @@ const killTurns = 6
 // killAgent writes an agent whose model (a script) calls a slow, idempotent
 // command tool once per turn; the tool appends its argument to a log, so
 // the test can count how often each call really ran.
-func killAgent(t *testing.T) string {
+func killAgent(t *testing.T) string { return killAgentWith(t, true) }
+
+// killAgentWith is killAgent with the tool idempotent or not.
+func killAgentWith(t *testing.T, idempotent bool) string {
 	dir := t.TempDir()
 	var script strings.Builder
 	for i := 1; i <= killTurns; i++ {
@@ -38,7 +41,7 @@ script = "script.jsonl"
 name = "work"
 command = ["sh", "-c", "sleep 0.05; echo {{x}} >> \"$KILLTEST_LOG\"; echo did {{x}}"]
 env = ["KILLTEST_LOG"]
-idempotent = true
+idempotent = ` + fmt.Sprint(idempotent) + `
 parameters = '{"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"]}'
 `
 	path := filepath.Join(dir, "agent.toml")
@@ -225,4 +228,81 @@ func TestSignalInterruptsAndResumeFinishes(t *testing.T) {
 			t.Fatalf("%s: after resume status %s, conversation:\n%s\nwant:\n%s", sig, status, got, want)
 		}
 	}
+}
+
+// TestKill9NeverRepeatsANonIdempotentEffect kills a real stepwise process at
+// random moments while it drives a non-idempotent tool, resuming after each
+// kill: no call's effect happens twice (0 duplicated), and every effect
+// that happened is accounted for in the run, as the tool's output or as
+// "outcome unknown" (0 lost); a call whose effect did not happen is either
+// run on resume or reported unknown, never claimed done.
+func TestKill9NeverRepeatsANonIdempotentEffect(t *testing.T) {
+	agent := killAgentWith(t, false)
+	dir := t.TempDir()
+	seed := uint64(time.Now().UnixNano())
+	rng := rand.New(rand.NewPCG(seed, 11))
+	t.Logf("seed %d", seed)
+	kills, unknown := 0, 0
+	for trial := 0; trial < 10; trial++ {
+		db, log := filepath.Join(dir, fmt.Sprintf("n%d.db", trial)), filepath.Join(dir, fmt.Sprintf("n%d.log", trial))
+		for attempt := 0; ; attempt++ {
+			if attempt > 40 {
+				t.Fatalf("trial %d: run never finished", trial)
+			}
+			cmd := stepwiseCmd(db, log, "run", agent, "go")
+			if id := runID(t, db); id != "" {
+				cmd = stepwiseCmd(db, log, "resume", id)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			if attempt < 3 {
+				select {
+				case err := <-done:
+					if err != nil {
+						t.Fatalf("trial %d: %v", trial, err)
+					}
+				case <-time.After(time.Duration(rng.IntN(250)) * time.Millisecond):
+					_ = cmd.Process.Signal(syscall.SIGKILL)
+					<-done
+					kills++
+					continue
+				}
+			} else if err := <-done; err != nil {
+				t.Fatalf("trial %d: resume: %v", trial, err)
+			}
+			break
+		}
+		status, conv := finalConversation(t, db)
+		if status != "completed" {
+			t.Fatalf("trial %d: status %s", trial, status)
+		}
+		data, _ := os.ReadFile(log)
+		counts := map[string]int{}
+		for _, l := range strings.Fields(string(data)) {
+			counts[l]++
+		}
+		for i := 1; i <= killTurns; i++ {
+			id := fmt.Sprintf("t%d", i)
+			did := strings.Contains(conv, fmt.Sprintf("tool(%s): \"exit_code: 0", id)) || strings.Contains(conv, "did "+id)
+			unknownHere := strings.Contains(conv, fmt.Sprintf("tool(%s) error: \"outcome unknown", id))
+			switch n := counts[id]; {
+			case n > 1:
+				t.Fatalf("trial %d: the effect of %s happened %d times:\n%s", trial, id, n, conv)
+			case n == 1 && !did && !unknownHere:
+				t.Fatalf("trial %d: the effect of %s happened and the run does not account for it:\n%s", trial, id, conv)
+			case n == 0 && !unknownHere:
+				t.Fatalf("trial %d: %s never took effect and the run does not say so:\n%s", trial, id, conv)
+			}
+			if unknownHere {
+				unknown++
+			}
+		}
+	}
+	if kills == 0 {
+		t.Fatal("no process was killed")
+	}
+	t.Logf("%d kills, %d calls reported in doubt", kills, unknown)
 }

@@ -36,6 +36,13 @@ func (t *tool) Run(ctx context.Context, call core.ToolCall, _ shell.RunContext) 
 	fail := func(format string, args ...any) core.ToolResult {
 		return core.ToolResult{CallID: call.ID, Error: fmt.Sprintf(format, args...)}
 	}
+	// A server that cannot start, or fails under a call, may work on a
+	// retry (an idempotent tool's retry policy decides).
+	transient := func(format string, args ...any) core.ToolResult {
+		r := fail(format, args...)
+		r.Transient = true
+		return r
+	}
 	var args json.RawMessage
 	if a := bytes.TrimSpace(call.Args); len(a) > 0 && string(a) != "null" {
 		if a[0] != '{' {
@@ -45,7 +52,10 @@ func (t *tool) Run(ctx context.Context, call core.ToolCall, _ shell.RunContext) 
 	}
 	x, err := t.srv.acquire(ctx)
 	if err != nil {
-		return fail("%v", err)
+		if ctx.Err() != nil {
+			return fail("interrupted: %v", ctx.Err())
+		}
+		return transient("%v", err)
 	}
 	callCtx, cancel := context.WithTimeout(ctx, t.srv.cfg.timeout())
 	defer cancel()
@@ -71,14 +81,14 @@ func (t *tool) Run(ctx context.Context, call core.ToolCall, _ shell.RunContext) 
 			what = "timed out" // the caller's deadline, not ours
 		}
 		next := t.srv.drop(x, fmt.Errorf("a call %s", what))
-		return fail("mcp server %s: %s; %s", name, what, next)
+		return transient("mcp server %s: %s; %s", name, what, next)
 	default:
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, mcp.ErrConnectionClosed) {
 			err = fmt.Errorf("the server exited or closed the connection (%w)", err)
 		}
 		err = x.proc.withStderr(err)
 		next := t.srv.drop(x, err)
-		return fail("mcp server %s failed: %v; %s", name, err, next)
+		return transient("mcp server %s failed: %v; %s", name, err, next)
 	}
 }
 

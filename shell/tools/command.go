@@ -164,6 +164,11 @@ func (c *command) Spec() core.Tool {
 	}
 }
 
+// exitTempFail is EX_TEMPFAIL (sysexits.h): a command that exits with it
+// reports a failure that may go away on its own (retried for an
+// idempotent tool, then the run stalls).
+const exitTempFail = 75
+
 func (c *command) Run(ctx context.Context, call core.ToolCall, rc shell.RunContext) core.ToolResult {
 	args, err := decodeArgMap(call.Args)
 	if err != nil {
@@ -210,6 +215,9 @@ func (c *command) Run(ctx context.Context, call core.ToolCall, rc shell.RunConte
 		}
 		if detail = strings.TrimSpace(detail); detail != "" {
 			why += ":\n" + detail
+		}
+		if res.exitCode == exitTempFail {
+			return transientf(call, "%s %s", c.spec.Argv[0], why)
 		}
 		return failf(call, "%s %s", c.spec.Argv[0], why)
 	}

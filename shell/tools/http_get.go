@@ -84,10 +84,10 @@ func HTTPGet(opts HTTPGetOptions) shell.Tool {
 		Transport: t.opts.Transport,
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			if len(via) > maxRedirects {
-				return fmt.Errorf("more than %d redirects", maxRedirects)
+				return fmt.Errorf("%w: more than %d redirects", errRefusedRedirect, maxRedirects)
 			}
 			if err := t.hosts.check(req.URL); err != nil {
-				return fmt.Errorf("redirected to %s: %v", req.URL.Redacted(), err)
+				return fmt.Errorf("%w: redirected to %s: %v", errRefusedRedirect, req.URL.Redacted(), err)
 			}
 			return nil
 		},
@@ -151,7 +151,7 @@ func (t *httpGet) Run(ctx context.Context, call core.ToolCall, _ shell.RunContex
 	ctype := resp.Header.Get("Content-Type")
 	if resp.StatusCode >= 400 {
 		return core.ToolResult{CallID: call.ID, Error: fmt.Sprintf("http_get: %s answered %s: %s", final, resp.Status,
-			tail(bodyText(body, ctype, cut), errorBodyBytes)), Sources: []string{final}}
+			tail(bodyText(body, ctype, cut), errorBodyBytes)), Sources: []string{final}, Transient: transientStatus(resp.StatusCode)}
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "status: %s\n", resp.Status)
@@ -178,13 +178,27 @@ func (t *httpGet) fetchFailed(parent, ctx context.Context, call core.ToolCall, e
 	case parent.Err() != nil:
 		return interrupted(call, parent.Err())
 	case ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded):
-		return failf(call, "timed out after %s", t.opts.Timeout)
+		return transientf(call, "timed out after %s", t.opts.Timeout)
 	}
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		err = ue.Err
 	}
-	return failf(call, "%v", err)
+	if errors.Is(err, errRefusedRedirect) {
+		return failf(call, "%v", err)
+	}
+	return transientf(call, "%v", err)
+}
+
+// errRefusedRedirect marks a redirect http_get refused (too many, or to a
+// host off the allow-list): it will be refused again, so it is not
+// transient.
+var errRefusedRedirect = errors.New("refused redirect")
+
+// transientStatus reports whether an HTTP status may go away on its own
+// (a timeout, a rate limit, a server error).
+func transientStatus(status int) bool {
+	return status == http.StatusRequestTimeout || status == http.StatusTooManyRequests || status >= 500
 }
 
 // bodyText renders a body as text, or describes it when it is not text.

@@ -173,7 +173,9 @@ func (t *webSearch) Run(ctx context.Context, call core.ToolCall, _ shell.RunCont
 	case parent.Err() != nil:
 		return interrupted(call, parent.Err())
 	case ctx.Err() != nil:
-		return failf(call, "the search backend did not answer within %s", t.opts.Timeout)
+		return transientf(call, "the search backend did not answer within %s", t.opts.Timeout)
+	case errors.Is(err, errBackendDown):
+		return transientf(call, "%v", err)
 	case err != nil:
 		return failf(call, "%v", err)
 	}
@@ -261,7 +263,7 @@ func (t *webSearch) getJSON(ctx context.Context, u string, hdr http.Header, v an
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return fmt.Errorf("the search backend is unreachable: %v", err)
+		return fmt.Errorf("%w: unreachable: %v", errBackendDown, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxSearchResponse))
@@ -269,13 +271,21 @@ func (t *webSearch) getJSON(ctx context.Context, u string, hdr http.Header, v an
 		return fmt.Errorf("reading the search backend's answer: %v", err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return fmt.Errorf("the search backend answered %s: %s", resp.Status, tail(toText(body, false), errorBodyBytes))
+		err := fmt.Errorf("the search backend answered %s: %s", resp.Status, tail(toText(body, false), errorBodyBytes))
+		if transientStatus(resp.StatusCode) {
+			err = fmt.Errorf("%w: %w", errBackendDown, err)
+		}
+		return err
 	}
 	if err := json.Unmarshal(body, v); err != nil {
 		return fmt.Errorf("the search backend's answer is not the expected JSON: %v", err)
 	}
 	return nil
 }
+
+// errBackendDown marks a search backend failure that may go away on its
+// own (unreachable, a rate limit, a server error).
+var errBackendDown = errors.New("the search backend is down")
 
 var htmlTag = regexp.MustCompile(`<[^>]*>`)
 
