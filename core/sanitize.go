@@ -15,6 +15,9 @@ func Sanitize(res Result) Result { return sanitize(res) }
 // U+FFFD), so any state the core builds can be encoded and decoded: a tool
 // may print binary, and the strict decoder rejects invalid UTF-8.
 func sanitize(res Result) Result {
+	if validResult(res) {
+		return res // the common case: nothing to copy
+	}
 	switch r := res.(type) {
 	case ModelReply:
 		r.Text, r.FinishReason, r.Error = clean(r.Text), clean(r.FinishReason), clean(r.Error)
@@ -76,4 +79,34 @@ func cleanAll(list []string) []string {
 
 func cleanEntity(e Entity) Entity {
 	return Entity{Name: clean(e.Name), Type: clean(e.Type), Observations: cleanAll(e.Observations)}
+}
+
+// validResult reports whether every string of the common results is
+// valid UTF-8 already (false for the kinds it does not check).
+func validResult(res Result) bool {
+	switch r := res.(type) {
+	case ModelReply:
+		if !utf8.ValidString(r.Text) || !utf8.ValidString(r.FinishReason) || !utf8.ValidString(r.Error) {
+			return false
+		}
+		for _, c := range r.Calls {
+			if !utf8.ValidString(c.ID) || !utf8.ValidString(c.Name) || !utf8.ValidString(c.Arguments) {
+				return false
+			}
+		}
+		return true
+	case ToolResults:
+		for _, x := range r.Results {
+			if !utf8.ValidString(x.CallID) || !utf8.ValidString(x.Output) || !utf8.ValidString(x.Error) {
+				return false
+			}
+			for _, s := range x.Sources {
+				if !utf8.ValidString(s) {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	return false
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/stepwise-agent/stepwise/core"
 	"github.com/stepwise-agent/stepwise/store"
@@ -254,7 +255,19 @@ func phaseText(st core.State) string {
 
 // sanitizeTool makes a tool result's text valid UTF-8.
 func sanitizeTool(t core.ToolResult) core.ToolResult {
+	if utf8.ValidString(t.Output) && utf8.ValidString(t.Error) && utf8.ValidString(t.CallID) && validAll(t.Sources) {
+		return t
+	}
 	out := core.Sanitize(core.ToolResults{Results: []core.ToolResult{t}}).(core.ToolResults).Results[0]
 	out.Transient = t.Transient
 	return out
+}
+
+func validAll(list []string) bool {
+	for _, s := range list {
+		if !utf8.ValidString(s) {
+			return false
+		}
+	}
+	return true
 }

@@ -66,11 +66,10 @@ const insertStepSQL = `INSERT INTO steps (id, rk, seq, created_ns, msg_count, ms
 
 // fencedInsertStepSQL is insertStepSQL conditional on the run's lease: it
 // inserts the row only while ?12 is the run's lease token and the lease is
-// held, and returns a row when it did. The lease check and the insert are
+// held (one row changed), else nothing. The lease check and the insert are
 // one statement of the checkpoint's transaction.
 const fencedInsertStepSQL = `INSERT INTO steps (id, rk, seq, created_ns, msg_count, msg_sum, action, result, head, msgs, sum)
-	SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11 FROM runs WHERE rk = ?2 AND lease_token = ?12 AND lease_owner <> ''
-	RETURNING 1`
+	SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11 FROM runs WHERE rk = ?2 AND lease_token = ?12 AND lease_owner <> ''`
 
 // record decodes the row into a StepRecord whose state holds the first
 // msgCount messages of log.
