@@ -379,3 +379,26 @@ func missing(a, b []string) []string {
 	}
 	return out
 }
+
+// TestToolsRoundTrip: a tool list encodes as it does inside a model call's
+// action and decodes back to the same bytes.
+func TestToolsRoundTrip(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		tools := rapid.SliceOfN(genTool(rapid.String()), 1, 5).Draw(t, "tools")
+		b := AppendTools(nil, tools)
+		want, err := encMode.Marshal(tools)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(b, want) {
+			t.Fatalf("AppendTools %x, library %x", b, want)
+		}
+		back, err := DecodeTools(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again := AppendTools(nil, back); !bytes.Equal(again, b) {
+			t.Fatalf("round trip %x, want %x", again, b)
+		}
+	})
+}

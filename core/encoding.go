@@ -115,6 +115,22 @@ func AppendMessage(dst []byte, m Message) []byte {
 	return appendMessage(dst, &m)
 }
 
+// AppendTools appends the encoding of a non-empty tool list to dst: a CBOR array of
+// the tools, each as it is encoded inside a model call's action, so that a
+// store can keep a model call's tools once and the action without them.
+func AppendTools(dst []byte, tools []Tool) []byte {
+	return appendList(dst, tools, appendTool)
+}
+
+// DecodeTools decodes what AppendTools wrote, strictly (ErrCorrupt).
+func DecodeTools(b []byte) ([]Tool, error) {
+	var tools []Tool
+	if err := decMode.Unmarshal(b, &tools); err != nil {
+		return nil, fmt.Errorf("%w: tools: %v", ErrCorrupt, err)
+	}
+	return tools, nil
+}
+
 type envelope struct {
 	Kind string          `cbor:"1,keyasint"`
 	Body cbor.RawMessage `cbor:"2,keyasint"`

@@ -15,6 +15,7 @@ import (
 	"github.com/stepwise-agent/stepwise/core"
 	"github.com/stepwise-agent/stepwise/shell"
 	"github.com/stepwise-agent/stepwise/store"
+	"github.com/stepwise-agent/stepwise/store/sqlite"
 )
 
 // modelFunc is a model provider whose behaviour is a function.
@@ -303,7 +304,7 @@ func TestIdempotentToolRetriesThenStalls(t *testing.T) {
 
 // inDoubtRun leaves a run whose non-idempotent call was in flight when
 // its driver was interrupted (an intent and no outcome).
-func inDoubtRun(t *testing.T, db *store.SQLite, calls *atomic.Int32) (*shell.Agent, string) {
+func inDoubtRun(t *testing.T, db *sqlite.SQLite, calls *atomic.Int32) (*shell.Agent, string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	charge := fnTool{spec: core.Tool{Name: "charge"}, run: func(tctx context.Context, c core.ToolCall) core.ToolResult {
@@ -322,7 +323,7 @@ func inDoubtRun(t *testing.T, db *store.SQLite, calls *atomic.Int32) (*shell.Age
 	return ag, out.RunID
 }
 
-func toolMessage(t *testing.T, db *store.SQLite, id string) string {
+func toolMessage(t *testing.T, db *sqlite.SQLite, id string) string {
 	t.Helper()
 	rec, err := db.LoadLatest(context.Background(), id)
 	if err != nil {

@@ -21,11 +21,12 @@ import (
 	"github.com/stepwise-agent/stepwise/shell/models/script"
 	"github.com/stepwise-agent/stepwise/shell/tools"
 	"github.com/stepwise-agent/stepwise/store"
+	"github.com/stepwise-agent/stepwise/store/sqlite"
 )
 
-func openStore(t *testing.T) *store.SQLite {
+func openStore(t *testing.T) *sqlite.SQLite {
 	t.Helper()
-	db, err := store.Open(filepath.Join(t.TempDir(), "runs.db"), nil)
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "runs.db"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

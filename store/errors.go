@@ -1,14 +1,11 @@
 package store
 
-import (
-	"database/sql"
-	"errors"
-)
+import "errors"
 
-// Errors the store returns; match them with errors.Is. Every error names the
+// Errors a store returns; match them with errors.Is. Every error names the
 // run (and step, where there is one) it is about.
 var (
-	// ErrNotFound: no such run, step, intent or memory entity.
+	// ErrNotFound: no such run, step, intent, memory entity or database.
 	ErrNotFound = errors.New("not found")
 	// ErrExists: a run with that id is already stored.
 	ErrExists = errors.New("already exists")
@@ -30,11 +27,3 @@ var (
 	// ErrNewerSchema: the database was written by a newer stepwise.
 	ErrNewerSchema = errors.New("database schema is newer than this build")
 )
-
-// notFound turns sql.ErrNoRows into ErrNotFound and leaves other errors.
-func notFound(err error) error {
-	if errors.Is(err, sql.ErrNoRows) {
-		return ErrNotFound
-	}
-	return err
-}

@@ -11,7 +11,7 @@ import (
 )
 
 func init() {
-	c := &command{name: "bench", args: "[--n 10,100,1000,10000] [--full 1000] [--cold] [--json]", summary: "measure the standard workload end to end",
+	c := &command{name: "bench", args: "[--n 10,100,1000,10000] [--full 1000] [--tools N] [--cold] [--json]", summary: "measure the standard workload end to end",
 		help: `Runs the standard workload through the real runner and the real SQLite store (a
 file in a temp dir, WAL): an agent with one internal echo tool and a scripted model
 that calls it once per turn for N turns, then answers. For each N it prints per-turn
@@ -33,10 +33,15 @@ first (and sizes the interleaved inserts) unless --cold.`}
 		asJSON := fs.Bool("json", false, `print {"rows": [...], "floor": {...}}`)
 		dir := fs.String("dir", "", "where to put the databases (default: a temp dir, removed after)")
 		cold := fs.Bool("cold", false, "skip the warm-up run: the first size also pays for the process's start")
+		tools := fs.Int("tools", 1, "how many tools the agent has: echo, and more of a real agent's size (16 shows what a real agent stores)")
 		if _, code := e.parse(c, fs, args, 0, 0); code >= 0 {
 			return code
 		}
-		opts := bench.Options{Dir: *dir, FullNs: []int{}, Cold: *cold}
+		if *tools < 1 || *tools > 64 {
+			fmt.Fprintf(e.stderr, "stepwise bench: --tools: want 1 to 64\n")
+			return exitUsage
+		}
+		opts := bench.Options{Dir: *dir, FullNs: []int{}, Cold: *cold, Tools: *tools}
 		var err error
 		if opts.Ns, err = intList(*ns); err != nil || len(opts.Ns) == 0 {
 			fmt.Fprintf(e.stderr, "stepwise bench: --n: want sizes like 10,1000\n")

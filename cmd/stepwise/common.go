@@ -33,12 +33,13 @@ func (e *env) dbPath(flagValue string) string {
 	return "stepwise.db"
 }
 
-// openStore opens the database; on failure it prints why and returns the
-// exit code to use. A read-only command never creates the database: a
+// openStore opens the database: a postgres:// (or postgresql://) URL, else
+// the path of a SQLite file. On failure it prints why and returns the exit
+// code to use. A read-only command never creates a SQLite database: a
 // missing file (or directory) is a usage error.
-func (e *env) openStore(cmd, flagValue string, readOnly bool) (*store.SQLite, int) {
+func (e *env) openStore(cmd, flagValue string, readOnly bool) (store.Store, int) {
 	path := e.dbPath(flagValue)
-	db, err := store.Open(path, &store.Options{MustExist: readOnly})
+	db, err := openDB(path, readOnly)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "stepwise %s: %v\n", cmd, err)
 		if errors.Is(err, store.ErrNotFound) {
@@ -77,7 +78,7 @@ func closeAgent(ag *shell.Agent) {
 }
 
 // storedAgent rebuilds the agent a run was started with.
-func (e *env) storedAgent(ctx context.Context, cmd string, db *store.SQLite, runID, script string) (*agent.Spec, *shell.Agent, int) {
+func (e *env) storedAgent(ctx context.Context, cmd string, db store.Store, runID, script string) (*agent.Spec, *shell.Agent, int) {
 	info, err := db.Run(ctx, runID)
 	if err != nil {
 		return nil, nil, e.storeErr(cmd, err)
@@ -113,7 +114,7 @@ func (e *env) driveFlags(fs *flag.FlagSet) runFlags {
 
 // runner makes the runner for ag: progress on stderr unless quiet, with
 // ag's secrets redacted from everything the command prints from now on.
-func (e *env) runner(spec *agent.Spec, ag *shell.Agent, db *store.SQLite, quiet bool, rf runFlags) (*shell.Runner, int) {
+func (e *env) runner(spec *agent.Spec, ag *shell.Agent, db store.Store, quiet bool, rf runFlags) (*shell.Runner, int) {
 	e.redact(ag.Secrets)
 	opts := &shell.Options{ToolTimeout: spec.ToolTimeout, RunTimeout: spec.RunTimeout, MaxToolOutput: spec.MaxToolOutput}
 	if rf.wait != nil {
@@ -142,17 +143,17 @@ func (e *env) redact(secrets []shell.Secret) {
 
 // session opens the database and a context cancelled by SIGINT or SIGTERM;
 // done releases both. On failure it prints why and returns the exit code.
-func (e *env) session(cmd, dbFlag string) (context.Context, *store.SQLite, func(), int) {
+func (e *env) session(cmd, dbFlag string) (context.Context, store.Store, func(), int) {
 	return e.openSession(cmd, dbFlag, false)
 }
 
 // readSession is session for commands that only read: the database must
 // exist.
-func (e *env) readSession(cmd, dbFlag string) (context.Context, *store.SQLite, func(), int) {
+func (e *env) readSession(cmd, dbFlag string) (context.Context, store.Store, func(), int) {
 	return e.openSession(cmd, dbFlag, true)
 }
 
-func (e *env) openSession(cmd, dbFlag string, readOnly bool) (context.Context, *store.SQLite, func(), int) {
+func (e *env) openSession(cmd, dbFlag string, readOnly bool) (context.Context, store.Store, func(), int) {
 	st, code := e.openStore(cmd, dbFlag, readOnly)
 	if code >= 0 {
 		return nil, nil, nil, code

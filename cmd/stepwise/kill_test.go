@@ -14,6 +14,7 @@ import (
 
 	"github.com/stepwise-agent/stepwise/core"
 	"github.com/stepwise-agent/stepwise/store"
+	"github.com/stepwise-agent/stepwise/store/sqlite"
 )
 
 const killTurns = 6
@@ -58,7 +59,7 @@ func stepwiseCmd(db, log string, args ...string) *exec.Cmd {
 // finalConversation renders a completed run's conversation.
 func finalConversation(t *testing.T, db string) (string, string) {
 	t.Helper()
-	st, err := store.Open(db, nil)
+	st, err := sqlite.Open(db, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +80,7 @@ func finalConversation(t *testing.T, db string) (string, string) {
 }
 
 func runID(t *testing.T, db string) string {
-	st, err := store.Open(db, nil)
+	st, err := sqlite.Open(db, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/stepwise-agent/stepwise/shell"
 	"github.com/stepwise-agent/stepwise/shell/agent"
 	"github.com/stepwise-agent/stepwise/store"
+	"github.com/stepwise-agent/stepwise/store/sqlite"
 )
 
 // chargeAgent writes an agent whose model asks for an external approval,
@@ -65,7 +66,7 @@ func interruptedRun(t *testing.T, db, agentFile string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.Open(db, nil)
+	st, err := sqlite.Open(db, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -167,7 +167,7 @@ type timelineOf struct {
 
 // timeline renders the run's steps, each action with the duration and the
 // result that belong to it.
-func timeline(ctx context.Context, st *store.SQLite, runID string) (timelineOf, error) {
+func timeline(ctx context.Context, st store.Store, runID string) (timelineOf, error) {
 	var tl timelineOf
 	var prev time.Time
 	err := st.Steps(ctx, runID, func(rec store.StepRecord) error {
@@ -198,7 +198,7 @@ func timeline(ctx context.Context, st *store.SQLite, runID string) (timelineOf, 
 
 // inDoubtOf lists the run's in-doubt calls, judging idempotency by the
 // run's recorded agent (none when it cannot be read).
-func inDoubtOf(ctx context.Context, st *store.SQLite, info store.RunInfo) []shell.InDoubtCall {
+func inDoubtOf(ctx context.Context, st store.Store, info store.RunInfo) []shell.InDoubtCall {
 	if info.Status.Ended() {
 		return nil
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/stepwise-agent/stepwise/core"
 	"github.com/stepwise-agent/stepwise/shell"
 	"github.com/stepwise-agent/stepwise/store"
+	"github.com/stepwise-agent/stepwise/store/sqlite"
 )
 
 // Options choose what to measure.
@@ -35,11 +36,16 @@ type Options struct {
 	// is not also paying for the process's start: heap growth, first-use
 	// initialisation, cold code. The floor is measured warm too.
 	Cold bool
+	// Tools is how many tools the agent has (default 1: echo); the model
+	// calls echo, the others are a real agent's tool list to be stored
+	// (each a realistic schema of about 600 bytes).
+	Tools int
 }
 
 // Row is one measured run.
 type Row struct {
 	N          int    `json:"n"`
+	Tools      int    `json:"tools"`
 	Sync       string `json:"sync"` // "NORMAL", "FULL", or "" without checkpoints
 	Checkpoint bool   `json:"checkpoint"`
 	Steps      int    `json:"steps"`
@@ -150,7 +156,7 @@ func Run(opts Options) (Report, error) {
 		if err := os.MkdirAll(warm, 0o755); err != nil {
 			return rep, err
 		}
-		row, _, err := runOnce(warm, 200, "NORMAL", 0)
+		row, _, err := runOnce(warm, 200, "NORMAL", 0, opts.Tools)
 		if err != nil {
 			return rep, err
 		}
@@ -160,7 +166,7 @@ func Run(opts Options) (Report, error) {
 	for _, n := range opts.Ns {
 		for _, mode := range []string{"NORMAL", ""} {
 			opts.Progress(fmt.Sprintf("N=%d %s", n, label(mode)))
-			row, st, err := runOnce(opts.Dir, n, mode, floorBytes)
+			row, st, err := runOnce(opts.Dir, n, mode, floorBytes, opts.Tools)
 			if err != nil {
 				return rep, err
 			}
@@ -175,7 +181,7 @@ func Run(opts Options) (Report, error) {
 		for _, f := range opts.FullNs {
 			if f == n {
 				opts.Progress(fmt.Sprintf("N=%d FULL", n))
-				row, _, err := runOnce(opts.Dir, n, "FULL", floorBytes)
+				row, _, err := runOnce(opts.Dir, n, "FULL", floorBytes, opts.Tools)
 				if err != nil {
 					return rep, err
 				}
@@ -238,14 +244,14 @@ func label(mode string) string {
 // runOnce runs the workload for n turns with the given sync mode ("" for
 // no checkpointing) and measures it, with its floor measured alongside
 // from inserts of floorBytes (none when 0).
-func runOnce(dir string, n int, mode string, floorBytes int) (Row, core.State, error) {
+func runOnce(dir string, n int, mode string, floorBytes, tools int) (Row, core.State, error) {
 	ctx := context.Background()
-	row := Row{N: n, Sync: mode, Checkpoint: mode != ""}
+	row := Row{N: n, Sync: mode, Checkpoint: mode != "", Tools: max(tools, 1)}
 	// The bench's own records are allocated before the heap's baseline is
 	// taken, so that the run's heap figures leave them out.
 	m := &model{n: n, calls: make([]span, 0, n+2)}
-	ag := agent(n, m)
-	path := filepath.Join(dir, fmt.Sprintf("run-%d-%s.db", n, strings.ToLower(label(mode))))
+	ag := agentWith(n, m, tools)
+	path := filepath.Join(dir, fmt.Sprintf("run-%d-%s-%dtools.db", n, strings.ToLower(label(mode)), row.Tools))
 	io := openIOCounter()
 	defer io.close()
 	if mode != "" && floorBytes > 0 {
@@ -260,15 +266,15 @@ func runOnce(dir string, n int, mode string, floorBytes int) (Row, core.State, e
 		row.FloorBytes = floorBytes
 	}
 	var st shell.Store = nullStore{}
-	var db *store.SQLite
+	var db *sqlite.SQLite
 	var empty int64 // the file with its schema and no run
 	if mode != "" {
-		sync := store.SyncNormal
+		sync := sqlite.SyncNormal
 		if mode == "FULL" {
-			sync = store.SyncFull
+			sync = sqlite.SyncFull
 		}
 		var err error
-		if db, err = store.Open(path, &store.Options{Sync: sync}); err != nil {
+		if db, err = sqlite.Open(path, &sqlite.Options{Sync: sync}); err != nil {
 			return row, core.State{}, err
 		}
 		if err := db.Close(); err != nil {
@@ -277,7 +283,7 @@ func runOnce(dir string, n int, mode string, floorBytes int) (Row, core.State, e
 		if fi, err := os.Stat(path); err == nil {
 			empty = fi.Size()
 		}
-		if db, err = store.Open(path, &store.Options{Sync: sync}); err != nil {
+		if db, err = sqlite.Open(path, &sqlite.Options{Sync: sync}); err != nil {
 			return row, core.State{}, err
 		}
 		st = db
@@ -329,7 +335,7 @@ func runOnce(dir string, n int, mode string, floorBytes int) (Row, core.State, e
 	}
 	row.BytesPerStep = float64(fi.Size()-empty) / float64(out.Steps)
 
-	if db, err = store.Open(path, nil); err != nil {
+	if db, err = sqlite.Open(path, nil); err != nil {
 		return row, core.State{}, err
 	}
 	defer db.Close()

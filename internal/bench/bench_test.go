@@ -8,6 +8,7 @@ import (
 
 	"github.com/stepwise-agent/stepwise/shell"
 	"github.com/stepwise-agent/stepwise/store"
+	"github.com/stepwise-agent/stepwise/store/sqlite"
 )
 
 // TestSmallWorkload runs the whole workload at a small size, to keep it
@@ -31,7 +32,7 @@ func TestSmallWorkload(t *testing.T) {
 			t.Errorf("floor ratios %v, %v; want %v / %v, / %v", r.FloorRatio, r.TightFloorRatio, r.TurnMedianUS, r.FloorTurnUS, r.TightFloorTurnUS)
 		}
 		// The interleaved floor's inserts are sized by the warm-up run.
-		if r.Checkpoint && (r.FloorBytes < 400 || r.FloorBytes > 2000 || r.TightFloorTurnUS <= 0) {
+		if r.Checkpoint && (r.FloorBytes < 100 || r.FloorBytes > 2000 || r.TightFloorTurnUS <= 0) {
 			t.Errorf("floor bytes %d, tight floor %v", r.FloorBytes, r.TightFloorTurnUS)
 		}
 		if !r.Checkpoint && (r.FloorTurnUS != 0 || r.FloorRatio != 0 || r.FloorBytes != 0 || r.TightFloorTurnUS != 0) {
@@ -47,7 +48,7 @@ func TestSmallWorkload(t *testing.T) {
 // checkpointed with synchronous=NORMAL), for profiling the hot path:
 // go test ./internal/bench -run '^$' -bench Turn -cpuprofile cpu.out
 func BenchmarkTurn(b *testing.B) {
-	db, err := store.Open(filepath.Join(b.TempDir(), "b.db"), nil)
+	db, err := sqlite.Open(filepath.Join(b.TempDir(), "b.db"), nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -63,7 +64,7 @@ func BenchmarkTurn(b *testing.B) {
 // BenchmarkReplay1000 replays a 1,000-turn run from the store.
 func BenchmarkReplay1000(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "r.db")
-	db, err := store.Open(path, nil)
+	db, err := sqlite.Open(path, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -78,7 +78,11 @@ func (echo) Run(_ context.Context, c core.ToolCall, _ shell.RunContext) core.Too
 }
 
 // agent is the workload's agent for n turns.
-func agent(n int, m *model) *shell.Agent {
+func agent(n int, m *model) *shell.Agent { return agentWith(n, m, 1) }
+
+// agentWith is the workload's agent for n turns with tools tools: echo,
+// and tools-1 more of a real agent's size (never called).
+func agentWith(n int, m *model, tools int) *shell.Agent {
 	cfg := core.DefaultConfig()
 	cfg.Name = "bench"
 	cfg.SystemPrompt = "Call echo once per turn."
@@ -86,12 +90,42 @@ func agent(n int, m *model) *shell.Agent {
 	cfg.Limits.MaxStateBytes = 1 << 30
 	e := echo{}
 	cfg.Tools = []core.Tool{e.Spec()}
+	impls := map[string]shell.Tool{"echo": e}
+	for i := 1; i < tools; i++ {
+		t := extraTool(i)
+		cfg.Tools = append(cfg.Tools, t.spec)
+		impls[t.spec.Name] = t
+	}
 	return &shell.Agent{
 		Config: cfg,
 		Models: map[core.ModelRole]shell.ModelProvider{core.Primary: m},
-		Tools:  map[string]shell.Tool{"echo": e},
+		Tools:  impls,
 		Source: []byte(`{"bench":true}`),
 	}
+}
+
+// extra is one of the tools a real agent carries besides the one called.
+type extra struct{ spec core.Tool }
+
+func (x extra) Spec() core.Tool { return x.spec }
+func (x extra) Run(_ context.Context, c core.ToolCall, _ shell.RunContext) core.ToolResult {
+	return core.ToolResult{Output: "ok"}
+}
+
+// extraTool is tool i of a real agent's size: a description and a schema
+// of four documented parameters, about 600 bytes in all.
+func extraTool(i int) extra {
+	return extra{spec: core.Tool{
+		Name: fmt.Sprintf("tool_%02d", i),
+		Description: fmt.Sprintf("Tool %d of the bench's agent: looks records up in the inventory by name, "+
+			"category and date range, and returns the matching rows as a table.", i),
+		Parameters: []byte(`{"type":"object","properties":{` +
+			`"name":{"type":"string","description":"the record's name, or a prefix of it"},` +
+			`"category":{"type":"string","enum":["hardware","software","services","other"],"description":"the category to search"},` +
+			`"from":{"type":"string","description":"the first date, as YYYY-MM-DD"},` +
+			`"limit":{"type":"integer","minimum":1,"maximum":100,"default":20,"description":"how many rows at most"}},` +
+			`"required":["name"],"additionalProperties":false}`),
+	}}
 }
 
 // heapSampler keeps the largest heap readings it was asked to take: the

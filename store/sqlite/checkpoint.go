@@ -1,0 +1,203 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/stepwise-agent/stepwise/core"
+	"github.com/stepwise-agent/stepwise/store"
+	"github.com/stepwise-agent/stepwise/store/internal/codec"
+)
+
+// errNotFenced reports, from inside the hot transaction, that the fenced
+// insert wrote nothing; the checkpoint then explains it (ErrLeaseLost).
+var errNotFenced = errors.New("not fenced")
+
+// Checkpoint appends a step to a run in one transaction (see store.Runs):
+// the step row and, when the action changes it, the run's status, a
+// segment every codec.SegmentSteps steps, and a tool list this store does
+// not hold yet.
+func (s *SQLite) Checkpoint(ctx context.Context, l store.Lease, cp store.Checkpoint) error {
+	runID := l.RunID
+	if err := codec.CheckCheckpoint(cp); err != nil {
+		return fmt.Errorf("checkpoint run %s step %d: %w", runID, cp.Seq, err)
+	}
+	// A checkpoint, once begun, runs to its end (it is short, and waits
+	// for the write lock at most the busy timeout): its statements then run
+	// on this goroutine, where a cancellable context would make the driver
+	// start one per statement.
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("checkpoint run %s step %d: %w", runID, cp.Seq, err)
+	}
+	if ctx.Done() != nil {
+		ctx = context.WithoutCancel(ctx)
+	}
+	status := store.StatusOf(cp.Action)
+	var after codec.Tail
+	var open *codec.OpenSegment
+	var err error
+	t, ok := s.cache.Tail(runID)
+	if ok && t.Seq == cp.Seq-1 && t.Status == status && !status.Ended() && !codec.ClosesSegment(cp.Seq) {
+		// The common checkpoint: this store wrote the step before, the
+		// status stays, no segment closes. It is one insert, and the
+		// whole transaction runs at the driver level in one go; the row
+		// is built before it begins. A model call whose tool list this
+		// store does not hold yet takes the general path.
+		var row codec.Row
+		err = s.writeHot(ctx, func() (err error) {
+			buf, spare := s.scratch()
+			row, spare, err = codec.Build(buf, spare, t, cp, s.now().UnixNano(), &s.tools)
+			s.keepScratch(row.Buf, spare)
+			if err == nil && row.NewTools != nil {
+				err = errNewTools
+			}
+			return err
+		}, func(h *hotStmts) error {
+			fenced, err := h.insertFenced(&row, t.RK, l.Token)
+			if err != nil {
+				return fmt.Errorf("insert step: %w", err)
+			}
+			if !fenced {
+				return errNotFenced
+			}
+			after, open = row.Tail(t.RK, status), s.cache.OpenSegment(t.RK).Extend(&row, t.MsgCount)
+			return nil
+		})
+		switch {
+		case errors.Is(err, errNotFenced):
+			err = lostOrMissing(ctx, s.r, l)
+		case errors.Is(err, errNewTools):
+			err = s.write(ctx, "", func(tx *wtx) error {
+				after, open, err = s.appendStep(ctx, tx, l, cp, status)
+				return err
+			})
+		}
+	} else {
+		err = s.write(ctx, "", func(tx *wtx) error {
+			after, open, err = s.appendStep(ctx, tx, l, cp, status)
+			return err
+		})
+	}
+	if err != nil {
+		s.cache.ForgetTail(runID)
+		return fmt.Errorf("checkpoint run %s step %d: %w", runID, cp.Seq, err)
+	}
+	s.cache.SetOpenSegment(after.RK, open)
+	s.cache.SetTail(runID, after)
+	return nil
+}
+
+// errNewTools sends a checkpoint off the hot path: its row refers to a tool
+// list this store must write first.
+var errNewTools = errors.New("a new tool list")
+
+// appendStep writes cp to the run inside tx, reading the run's last step
+// unless this store wrote it. It returns the run's tail and its open
+// segment after the step, to remember once tx commits.
+func (s *SQLite) appendStep(ctx context.Context, tx *wtx, l store.Lease, cp store.Checkpoint, status store.Status) (after codec.Tail, open *codec.OpenSegment, err error) {
+	runID := l.RunID
+	t, ok := s.cache.Tail(runID)
+	if !ok || t.Seq != cp.Seq-1 {
+		if t, err = s.lastStep(ctx, tx, runID); err != nil {
+			return after, nil, err
+		}
+	}
+	if t.Status.Ended() {
+		return after, nil, fmt.Errorf("%w (%s at step %d)", store.ErrEnded, t.Status, t.Seq)
+	}
+	if cp.Seq != t.Seq+1 {
+		return after, nil, fmt.Errorf("%w: seq %d, want %d", store.ErrSeq, cp.Seq, t.Seq+1)
+	}
+	buf, spare := s.scratch()
+	row, spare, err := codec.Build(buf, spare, t, cp, s.now().UnixNano(), &s.tools)
+	defer s.keepScratch(row.Buf, spare)
+	if err != nil {
+		return after, nil, err
+	}
+	if row.NewTools != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO tool_lists (digest, body) VALUES (?, ?)`, row.Tools, row.NewTools); err != nil {
+			return after, nil, fmt.Errorf("insert tool list: %w", err)
+		}
+		tx.onCommit(func() { s.tools.Stored(row.Tools) })
+	}
+	if err := tx.insertFenced(ctx, &row, t.RK, l); err != nil {
+		return after, nil, fmt.Errorf("insert step: %w", err)
+	}
+	if status != t.Status {
+		var answer, reason string
+		var code core.FailCode
+		switch a := cp.Action.(type) {
+		case core.Complete:
+			answer = a.Answer
+		case core.Fail:
+			code, reason = a.Code, a.Reason
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, updated_ns = ?, answer = ?, fail_code = ?, reason = ?, retry_ns = 0 WHERE rk = ?`,
+			string(status), row.Created, answer, string(code), reason, t.RK); err != nil {
+			return after, nil, fmt.Errorf("update run: %w", err)
+		}
+	}
+	open = s.cache.OpenSegment(t.RK).Extend(&row, t.MsgCount)
+	if codec.ClosesSegment(row.Seq) {
+		if err := closeSegment(ctx, tx, runID, t.RK, &row, open); err != nil {
+			return after, nil, fmt.Errorf("write segment: %w", err)
+		}
+		if open != nil {
+			open = open.WrittenOut()
+		}
+	}
+	return row.Tail(t.RK, status), open, nil
+}
+
+// lastStepSQL reads a run's key, status and last step. Scalar subqueries
+// rather than a join: through go-sqlite3 this form runs several times faster
+// (BenchmarkAppendStep).
+const lastStepSQL = `SELECT (SELECT rk FROM runs WHERE id = ?1), (SELECT status FROM runs WHERE id = ?1), ` + stepColumns + `
+	FROM steps s WHERE s.id = (SELECT max(id) FROM steps
+		WHERE id BETWEEN (SELECT rk FROM runs WHERE id = ?1) << 32 AND ((SELECT rk FROM runs WHERE id = ?1) << 32) + 4294967295)`
+
+// lastStep reads and verifies the run's last step inside tx, without
+// copying its body (read in place to check the checksum), and returns the
+// run's tail.
+func (s *SQLite) lastStep(ctx context.Context, tx dbtx, runID string) (t codec.Tail, err error) {
+	rows, err := tx.QueryContext(ctx, lastStepSQL, runID)
+	if err != nil {
+		return t, err
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return t, err
+		}
+		return t, s.missing(ctx, tx, runID)
+	}
+	var rk sql.NullInt64
+	var status string
+	var body sql.RawBytes
+	var seq, count int64
+	var last codec.Row
+	if err := rows.Scan(&rk, &status, &seq, &last.Created, &count, &last.MsgSum, &body, &last.Sum); err != nil {
+		return t, err
+	}
+	last.Seq, last.MsgCount, last.Body = int(seq), int(count), body
+	if err := last.Verify(runID, rk.Int64); err != nil {
+		return t, err
+	}
+	return last.Tail(rk.Int64, store.Status(status)), nil
+}
+
+// missing explains why a run has no last step: it does not exist, or (a
+// corrupt database) it has no steps.
+func (s *SQLite) missing(ctx context.Context, q querier, runID string) error {
+	var one int
+	err := q.QueryRowContext(ctx, `SELECT 1 FROM runs WHERE id = ?`, runID).Scan(&one)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("run %s: %w", runID, store.ErrNotFound)
+	case err != nil:
+		return fmt.Errorf("run %s: %w", runID, err)
+	}
+	return fmt.Errorf("%w: run %s has no steps", store.ErrCorrupt, runID)
+}

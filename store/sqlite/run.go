@@ -1,0 +1,217 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/mattn/go-sqlite3"
+	"github.com/stepwise-agent/stepwise/core"
+	"github.com/stepwise-agent/stepwise/store"
+	"github.com/stepwise-agent/stepwise/store/internal/codec"
+)
+
+// CreateRun stores a new run (see store.Runs).
+func (s *SQLite) CreateRun(ctx context.Context, r store.NewRun) (store.Lease, error) {
+	if r.ID == "" {
+		return store.Lease{}, errors.New("create run: empty id")
+	}
+	if r.Owner != "" {
+		if err := (store.LeaseRequest{Owner: r.Owner, TTL: r.LeaseTTL}).Check(); err != nil {
+			return store.Lease{}, fmt.Errorf("create run %s: %w", r.ID, err)
+		}
+	}
+	clock := s.now()
+	now := clock.UnixNano()
+	step, err := codec.Initial(r.Initial, now)
+	if err != nil {
+		return store.Lease{}, fmt.Errorf("create run %s: %w", r.ID, err)
+	}
+	var lease store.Lease
+	if r.Owner != "" {
+		lease = store.Lease{RunID: r.ID, Owner: r.Owner, Token: 1, Expires: clock.Add(r.LeaseTTL).UTC()}
+	}
+	var rk int64
+	err = s.write(ctx, "create run "+r.ID, func(tx *wtx) error {
+		if r.ParentID != "" {
+			var last int
+			err := tx.QueryRowContext(ctx, `SELECT s.seq FROM runs r JOIN steps s ON s.id = `+lastStepID+` WHERE r.id = ?`, r.ParentID).Scan(&last)
+			if errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("parent run %s: %w", r.ParentID, store.ErrNotFound)
+			}
+			if err != nil {
+				return err
+			}
+			if r.ParentStep < 0 || r.ParentStep > last {
+				return fmt.Errorf("parent run %s step %d: %w", r.ParentID, r.ParentStep, store.ErrNotFound)
+			}
+		}
+		rec := codec.RunRow{
+			ID: r.ID, Agent: r.Agent, ConfigHash: r.ConfigHash, Config: r.Config, Input: r.Input,
+			Status: store.StatusRunning, Created: now, Updated: now, ParentID: r.ParentID, ParentStep: r.ParentStep,
+			Lease: lease,
+		}
+		var err error
+		if rk, err = insertRun(ctx, tx, rec); err != nil {
+			return err
+		}
+		return tx.insertStep(&step, rk)
+	})
+	if err != nil {
+		return store.Lease{}, err
+	}
+	s.cache.SetOpenSegment(rk, (*codec.OpenSegment)(nil).Extend(&step, 0))
+	return lease, nil
+}
+
+// insertRun inserts a run (its steps follow).
+func insertRun(ctx context.Context, tx dbtx, r codec.RunRow) (int64, error) {
+	if r.Config == nil {
+		r.Config = []byte{}
+	}
+	var expires int64
+	if r.Lease.Owner != "" {
+		expires = r.Lease.Expires.UnixNano()
+	}
+	res, err := tx.ExecContext(ctx, `INSERT INTO runs (id, agent, config_hash, config, input, status, created_ns, updated_ns,
+		answer, fail_code, reason, parent_id, parent_step, lease_owner, lease_token, lease_expires_ns)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.ID, r.Agent, r.ConfigHash, r.Config, r.Input, string(r.Status), r.Created, r.Updated,
+		r.Answer, string(r.FailCode), r.Reason, r.ParentID, r.ParentStep, r.Lease.Owner, r.Lease.Token, expires)
+	if err != nil {
+		var se sqlite3.Error
+		if errors.As(err, &se) && se.ExtendedCode == sqlite3.ErrConstraintUnique {
+			return 0, fmt.Errorf("run %s: %w", r.ID, store.ErrExists)
+		}
+		return 0, err
+	}
+	return res.LastInsertId()
+}
+
+// runSelect reads RunInfo columns; the last step gives LastSeq and, when it
+// is later than the run's own update, Updated.
+const runSelect = `SELECT r.id, r.agent, r.config_hash,
+	coalesce((SELECT a.config FROM agent_changes a WHERE a.rk = r.rk ORDER BY a.ord DESC LIMIT 1), r.config),
+	r.input, r.status, r.created_ns, max(r.updated_ns, s.created_ns),
+	r.answer, r.fail_code, r.reason, r.parent_id, r.parent_step, s.seq,
+	r.retry_ns, r.lease_owner, r.lease_token, r.lease_expires_ns, r.config
+	FROM runs r JOIN steps s ON s.id = ` + lastStepID
+
+func scanRun(sc interface{ Scan(...any) error }) (store.RunInfo, error) {
+	var ri store.RunInfo
+	var status, failCode string
+	var created, updated, retry, expires int64
+	err := sc.Scan(&ri.ID, &ri.Agent, &ri.ConfigHash, &ri.Config, &ri.Input, &status, &created, &updated,
+		&ri.Answer, &failCode, &ri.Reason, &ri.ParentID, &ri.ParentStep, &ri.LastSeq,
+		&retry, &ri.Lease.Owner, &ri.Lease.Token, &expires, &ri.StartConfig)
+	if err != nil {
+		return store.RunInfo{}, err
+	}
+	if ri.Config == nil {
+		ri.Config = []byte{}
+	}
+	if ri.StartConfig == nil {
+		ri.StartConfig = []byte{}
+	}
+	ri.Status, ri.FailCode = store.Status(status), core.FailCode(failCode)
+	ri.Created, ri.Updated = fromNs(created), fromNs(updated)
+	ri.Steps = ri.LastSeq + 1
+	ri.Lease.RunID = ri.ID
+	if ri.Lease.Owner != "" {
+		ri.Lease.Expires = fromNs(expires)
+	}
+	if retry != 0 {
+		ri.RetryAt = fromNs(retry)
+	}
+	return ri, nil
+}
+
+// Run returns the run's description, or ErrNotFound.
+func (s *SQLite) Run(ctx context.Context, runID string) (store.RunInfo, error) {
+	ri, err := scanRun(s.r.QueryRowContext(ctx, runSelect+` WHERE r.id = ?`, runID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.RunInfo{}, fmt.Errorf("run %s: %w", runID, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.RunInfo{}, fmt.Errorf("run %s: %w", runID, err)
+	}
+	return ri, nil
+}
+
+// ListRuns returns the runs f selects, newest first (by creation time, then
+// by id).
+func (s *SQLite) ListRuns(ctx context.Context, f store.Filter) ([]store.RunInfo, error) {
+	var where []string
+	var args []any
+	statuses := f.Statuses
+	if f.Status != "" {
+		statuses = append(statuses[:len(statuses):len(statuses)], f.Status)
+	}
+	if len(statuses) > 0 {
+		marks := strings.TrimSuffix(strings.Repeat("?, ", len(statuses)), ", ")
+		where = append(where, "r.status IN ("+marks+")")
+		for _, st := range statuses {
+			args = append(args, string(st))
+		}
+	}
+	if f.Agent != "" {
+		where, args = append(where, "r.agent = ?"), append(args, f.Agent)
+	}
+	if c := f.Before; c != nil {
+		ns := c.Created.UnixNano()
+		where, args = append(where, "(r.created_ns < ? OR (r.created_ns = ? AND r.id > ?))"), append(args, ns, ns, c.ID)
+	}
+	q := runSelect
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	q += ` ORDER BY r.created_ns DESC, r.id`
+	if f.Limit > 0 {
+		q, args = q+` LIMIT ?`, append(args, f.Limit)
+	}
+	rows, err := s.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	defer rows.Close()
+	var out []store.RunInfo
+	for rows.Next() {
+		ri, err := scanRun(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list runs: %w", err)
+		}
+		out = append(out, ri)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	return out, nil
+}
+
+// SetStatus sets a run's status outside a checkpoint (see store.Runs).
+func (s *SQLite) SetStatus(ctx context.Context, l store.Lease, ch store.StatusChange) error {
+	runID := l.RunID
+	s.cache.ForgetTail(runID)
+	defer s.cache.ForgetTail(runID)
+	if !ch.Status.Valid() {
+		return fmt.Errorf("run %s: set status: unknown status %q", runID, ch.Status)
+	}
+	var retry int64
+	if ch.Status == store.StatusStalled && !ch.RetryAt.IsZero() {
+		retry = ch.RetryAt.UnixNano()
+	}
+	return s.write(ctx, fmt.Sprintf("run %s: set status %s", runID, ch.Status), func(tx *wtx) error {
+		rk, cur, err := fence(ctx, tx, l)
+		if err != nil {
+			return err
+		}
+		if cur.Ended() {
+			return fmt.Errorf("%w (%s)", store.ErrEnded, cur)
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE runs SET status = ?, reason = ?, updated_ns = ?, retry_ns = ? WHERE rk = ?`,
+			string(ch.Status), ch.Reason, s.now().UnixNano(), retry, rk)
+		return err
+	})
+}

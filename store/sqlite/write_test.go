@@ -1,0 +1,227 @@
+package sqlite
+
+import (
+	"bytes"
+	"context"
+	"database/sql/driver"
+	"errors"
+	"path/filepath"
+	"testing"
+
+	"github.com/mattn/go-sqlite3"
+	"github.com/stepwise-agent/stepwise/core"
+	"github.com/stepwise-agent/stepwise/store"
+	"github.com/stepwise-agent/stepwise/store/internal/codec"
+)
+
+// inTransaction reports whether the write connection has a transaction
+// open.
+func inTransaction(t *testing.T, s *SQLite) bool {
+	t.Helper()
+	conn, err := s.w.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	open := false
+	if err := conn.Raw(func(dc any) error {
+		open = !dc.(*sqlite3.SQLiteConn).AutoCommit()
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return open
+}
+
+func TestWriteRollsBack(t *testing.T) {
+	s := openTest(t)
+	ctx := context.Background()
+	st := newRun(t, s, "r1")
+	boom := errors.New("boom")
+	err := s.write(ctx, "test", func(tx *wtx) error {
+		if _, err := tx.ExecContext(ctx, `UPDATE runs SET reason = 'changed' WHERE id = 'r1'`); err != nil {
+			return err
+		}
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("write: %v, want boom", err)
+	}
+	if inTransaction(t, s) {
+		t.Fatal("the write connection was left inside a transaction")
+	}
+	var reason string
+	if err := s.r.QueryRow(`SELECT reason FROM runs WHERE id = 'r1'`).Scan(&reason); err != nil || reason != "" {
+		t.Fatalf("reason %q, %v: the failed write was not rolled back", reason, err)
+	}
+	// The connection still takes checkpoints.
+	cp, _ := turnStep(st.Messages, 1, 10)
+	if err := s.Checkpoint(ctx, leaseOf(t, s, "r1"), cp); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCheckpointCancelled(t *testing.T) {
+	s := openTest(t)
+	st := newRun(t, s, "r1")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	cp, _ := turnStep(st.Messages, 1, 10)
+	if err := s.Checkpoint(ctx, leaseOf(t, s, "r1"), cp); !errors.Is(err, context.Canceled) {
+		t.Fatalf("checkpoint under a cancelled context: %v", err)
+	}
+	if info, err := s.Run(context.Background(), "r1"); err != nil || info.LastSeq != 0 {
+		t.Fatalf("after a cancelled checkpoint: %+v, %v", info, err)
+	}
+}
+
+// A connection database/sql throws away (a broken one) is replaced, and the
+// hot statements are prepared again on the new one.
+func TestWriteAfterConnectionReplaced(t *testing.T) {
+	s := openTest(t)
+	ctx := context.Background()
+	log := newRun(t, s, "r1").Messages
+	var cp store.Checkpoint
+	var prev *sqlite3.SQLiteConn
+	for seq := 1; seq <= 4; seq++ {
+		cp, log = turnStep(log, seq, 10)
+		if err := s.Checkpoint(ctx, leaseOf(t, s, "r1"), cp); err != nil {
+			t.Fatalf("step %d: %v", seq, err)
+		}
+		if s.hot.h == nil || s.hot.h.conn == prev {
+			t.Fatalf("step %d did not run on a new connection", seq)
+		}
+		prev = s.hot.h.conn
+		// Throw the connection away; the next step gets a new one.
+		conn, err := s.w.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		conn.Close()
+	}
+	rec, err := s.LoadLatest(ctx, "r1")
+	if err != nil || rec.Seq != 4 || len(rec.State.Messages) != len(log) {
+		t.Fatalf("latest: step %d, %d messages (want 4, %d): %v", rec.Seq, len(rec.State.Messages), len(log), err)
+	}
+}
+
+// The schema's foreign keys are not enforced (see Open); every write path
+// must keep them by construction. This exercises each one and then asks
+// SQLite to check them all.
+func TestForeignKeysHold(t *testing.T) {
+	s := openTest(t)
+	ctx := context.Background()
+	log := newRun(t, s, "r").Messages
+	for seq := 1; seq <= 2*codec.SegmentSteps+3; seq++ { // closes two segments
+		var cp store.Checkpoint
+		cp, log = turnStep(log, seq, 50)
+		if err := s.Checkpoint(ctx, leaseOf(t, s, "r"), cp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.RecordIntent(ctx, leaseOf(t, s, "r"), 7, core.ToolCall{ID: "c7", Name: "search", Args: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RecordOutcome(ctx, leaseOf(t, s, "r"), 7, core.ToolResult{CallID: "c7", Output: "found"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateRun(ctx, store.NewRun{ID: "fork", Agent: "agent", ParentID: "r", ParentStep: 70, Initial: baseState("q", log[:4])}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.MemoryCreate(ctx, "ns", []core.Entity{{Name: "Alice", Observations: []string{"engineer"}}, {Name: "Acme"}},
+		[]core.Relation{{From: "Alice", To: "Acme", Type: "works_at"}, {From: "Alice", To: "Bob", Type: "knows"}}); err != nil {
+		t.Fatal(err)
+	}
+	var exported bytes.Buffer
+	if err := s.Export(ctx, "r", &exported); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ImportAs(ctx, &exported, "copy"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetStatus(ctx, leaseOf(t, s, "r"), store.StatusChange{Status: store.StatusInterrupted, Reason: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := s.r.Query(`PRAGMA foreign_key_check`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var table, parent string
+		var rowid, fkid any
+		if err := rows.Scan(&table, &rowid, &parent, &fkid); err != nil {
+			t.Fatal(err)
+		}
+		t.Errorf("%s row %v refers to a missing %s row", table, rowid, parent)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	var steps, segments, intents, relations int
+	if err := s.r.QueryRow(`SELECT (SELECT count(*) FROM steps), (SELECT count(*) FROM segments), (SELECT count(*) FROM intents), (SELECT count(*) FROM mem_relations)`).
+		Scan(&steps, &segments, &intents, &relations); err != nil {
+		t.Fatal(err)
+	}
+	if steps < 2*(2*codec.SegmentSteps+4) || segments < 4 || intents != 2 || relations != 2 {
+		t.Fatalf("the paths were not all exercised: %d steps, %d segments, %d intents, %d relations", steps, segments, intents, relations)
+	}
+}
+
+// The common checkpoint runs on the run's remembered tail. When another
+// writer (here a second store on the same file, as another process would
+// be) appended in between, that checkpoint fails whole, leaves the write
+// connection clean, and the next one reads the truth back.
+func TestCheckpointAfterAnotherWriter(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "two.db")
+	a, err := Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx := context.Background()
+	log := newRun(t, a, "r").Messages
+	var cp1, cp2, cp3 store.Checkpoint
+	cp1, log = turnStep(log, 1, 10)
+	if err := a.Checkpoint(ctx, leaseOf(t, a, "r"), cp1); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := a.cache.Tail("r"); !ok {
+		t.Fatal("a does not remember the run's tail")
+	}
+	cp2, log = turnStep(log, 2, 10)
+	if err := b.Checkpoint(ctx, leaseOf(t, b, "r"), cp2); err != nil {
+		t.Fatal(err)
+	}
+	// a's own step 2, with other messages: its tail says step 1 is the
+	// last, and b took the run over, so a's lease no longer fences.
+	mine, _ := turnStep(cp1.Action.Next().Messages, 2, 99)
+	if err := a.Checkpoint(ctx, leaseOf(t, a, "r"), mine); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("a appended over b's step 2, or failed otherwise: %v", err)
+	}
+	if inTransaction(t, a) {
+		t.Fatal("the failed checkpoint left a transaction open")
+	}
+	if _, ok := a.cache.Tail("r"); ok {
+		t.Fatal("a still trusts its stale tail")
+	}
+	// a takes the run back: its step 2 is now out of order.
+	forgetLease(a, "r")
+	if err := a.Checkpoint(ctx, leaseOf(t, a, "r"), mine); !errors.Is(err, store.ErrSeq) {
+		t.Fatalf("a's step 2 again: %v, want store.ErrSeq", err)
+	}
+	cp3, log = turnStep(log, 3, 10)
+	if err := a.Checkpoint(ctx, leaseOf(t, a, "r"), cp3); err != nil {
+		t.Fatalf("a's step 3 after b's step 2: %v", err)
+	}
+	rec, err := b.LoadLatest(ctx, "r")
+	if err != nil || rec.Seq != 3 || len(rec.State.Messages) != len(log) || rec.State.Messages[len(log)-2].Content != cp2.Action.Next().Messages[len(log)-2].Content {
+		t.Fatalf("latest: step %d, %d messages (want 3, %d): %v", rec.Seq, len(rec.State.Messages), len(log), err)
+	}
+}
