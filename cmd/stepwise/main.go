@@ -11,6 +11,8 @@ import (
 	"os"
 	"sort"
 	"strings"
+
+	"github.com/stepwise-agent/stepwise/shell/tools"
 )
 
 // Exit codes, documented in `stepwise help`.
@@ -47,6 +49,14 @@ type env struct {
 
 func main() {
 	e := &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}
+	// Tools must not read this process's environment (API keys) or memory
+	// through /proc. The bench runs no tool process and reads its own
+	// /proc/self/io, which a non-dumpable process cannot.
+	if len(os.Args) < 2 || os.Args[1] != "bench" {
+		if err := tools.HideEnvironment(); err != nil {
+			fmt.Fprintf(os.Stderr, "stepwise: cannot hide the environment from tools: %v\n", err)
+		}
+	}
 	os.Exit(e.main(os.Args[1:]))
 }
 

@@ -3,7 +3,9 @@
 // A Manager owns the servers of one run. Servers start lazily, on the first
 // call of Manager.Tools or of one of their tools, and Manager.Close shuts
 // them all down: stdio servers get their stdin closed, then SIGTERM, then
-// SIGKILL, and their process group is killed, so no child outlives the run.
+// SIGKILL. On Linux a stdio server runs under a supervisor process (see
+// tools.Supervise) that kills everything the server started when it stops
+// or when the runner dies, even by SIGKILL, so no child outlives the run.
 //
 // Tool names: a server's tools are exposed as NAME__TOOL (ServerConfig.Name,
 // two underscores, the server's own tool name), which is also a valid

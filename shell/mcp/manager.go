@@ -38,7 +38,8 @@ type Options struct {
 	// server's stderr are quoted in the error when it fails.
 	Stderr io.Writer
 	// ShutdownTimeout bounds stopping a stdio server: half of it after its
-	// stdin is closed, half after SIGTERM, then SIGKILL (default
+	// stdin is closed, then SIGTERM, after which the server has a quarter
+	// of it before everything it started is killed (default
 	// DefaultShutdownTimeout).
 	ShutdownTimeout time.Duration
 }

@@ -37,12 +37,12 @@ type session struct {
 
 // close ends the session and, for a stdio server, reaps the process (the
 // SDK closes its stdin, then sends SIGTERM, then SIGKILL) and kills what is
-// left of its process group. It reports only a failure to stop a process:
-// how the server exited, or a remote server not acknowledging the end of
-// its session, leaves nothing behind.
+// left of the processes it started. It reports only a failure to stop a
+// process: how the server exited, or a remote server not acknowledging the
+// end of its session, leaves nothing behind.
 func (x *session) close() error {
 	err := x.cs.Close()
-	x.proc.killGroup()
+	x.proc.kill()
 	var exit *exec.ExitError
 	if x.proc == nil || errors.As(err, &exit) {
 		return nil
@@ -128,7 +128,7 @@ func (s *server) connect(ctx context.Context) (*session, error) {
 	proc.started()
 	if err != nil {
 		// The SDK closed the session (and reaped the process) if it had one.
-		proc.killGroup()
+		proc.kill()
 		return nil, fmt.Errorf("mcp server %s: start: %w", s.cfg.Name, proc.withStderr(err))
 	}
 	return &session{cs: cs, proc: proc}, nil

@@ -9,10 +9,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/stepwise-agent/stepwise/shell/tools"
 )
 
 // inheritedEnv are the variables a stdio server inherits from the parent
@@ -28,51 +29,44 @@ const stderrTail = 2 << 10
 // process is a started stdio server: what is needed to clean up after it and
 // to explain its failures.
 type process struct {
-	cmd *exec.Cmd
+	// sup runs the server under a supervisor, which kills the server and
+	// everything it started when it exits or is killed, and also when this
+	// process dies (see tools.Supervisor).
+	sup *tools.Supervisor
 	// stderr is drained from a real pipe by our own goroutine, not by exec:
 	// then Wait returns when the server exits even if a descendant still
-	// holds the pipe, and killGroup can end the draining.
+	// holds the pipe, and kill can end the draining.
 	stderr     *tail
 	errR, errW *os.File
 	drained    chan struct{}
 }
 
-// pid is the server's process id, or 0 before it started.
-func (p *process) pid() int {
-	if p == nil || p.cmd.Process == nil {
-		return 0
-	}
-	return p.cmd.Process.Pid
-}
-
-// started closes the parent's copy of the stderr pipe's write end, once the
-// SDK has started (or failed to start) the process.
+// started closes the parent's copies of the pipe ends the server got, once
+// the SDK has started (or failed to start) the process.
 func (p *process) started() {
 	if p != nil {
+		p.sup.Started()
 		p.errW.Close()
 	}
 }
 
-// killGroup kills whatever is left of the server's process group (the
-// server was started with Setpgid, so the group id is its pid) and stops
-// draining its stderr.
-func (p *process) killGroup() {
+// kill kills whatever is left of the server and of the processes it
+// started, and stops draining its stderr.
+func (p *process) kill() {
 	if p == nil {
 		return
 	}
-	if pid := p.pid(); pid > 0 {
-		_ = syscall.Kill(-pid, syscall.SIGKILL)
-	}
+	_ = p.sup.Kill()
 	p.errW.Close()
 	select {
 	case <-p.drained:
-	case <-time.After(100 * time.Millisecond): // an escaped descendant holds the pipe
+	case <-time.After(100 * time.Millisecond): // a descendant that could not be killed holds the pipe
 	}
 	p.errR.Close()
 }
 
 // transport builds how to reach the server: the Options hook, a command run
-// in its own process group, or a streamable HTTP endpoint.
+// under a supervisor, or a streamable HTTP endpoint.
 func (m *Manager) transport(cfg ServerConfig) (mcp.Transport, *process, error) {
 	if m.opts.Transport != nil {
 		t, err := m.opts.Transport(cfg)
@@ -84,13 +78,23 @@ func (m *Manager) transport(cfg ServerConfig) (mcp.Transport, *process, error) {
 	}
 	cmd := exec.Command(cfg.Command, cfg.Args...)
 	cmd.Env = serverEnv(cfg.Env)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// The SDK stops the server by closing its stdin, then after td sends
+	// SIGTERM (which the supervisor passes on), then after td SIGKILL. The
+	// supervisor kills everything halfway through the second wait, before a
+	// SIGKILL would stop it from cleaning up.
+	td := m.opts.shutdownTimeout() / 2
 	errR, errW, err := os.Pipe()
 	if err != nil {
 		return nil, nil, err
 	}
-	p := &process{cmd: cmd, stderr: &tail{max: stderrTail}, errR: errR, errW: errW, drained: make(chan struct{})}
 	cmd.Stderr = errW
+	sup, err := tools.Supervise(cmd, &tools.SuperviseOptions{TermGrace: td / 2})
+	if err != nil {
+		errR.Close()
+		errW.Close()
+		return nil, nil, err
+	}
+	p := &process{sup: sup, stderr: &tail{max: stderrTail}, errR: errR, errW: errW, drained: make(chan struct{})}
 	go func() {
 		defer close(p.drained)
 		var w io.Writer = p.stderr
@@ -99,7 +103,7 @@ func (m *Manager) transport(cfg ServerConfig) (mcp.Transport, *process, error) {
 		}
 		_, _ = io.Copy(w, errR)
 	}()
-	return &mcp.CommandTransport{Command: cmd, TerminateDuration: m.opts.shutdownTimeout() / 2}, p, nil
+	return &mcp.CommandTransport{Command: cmd, TerminateDuration: td}, p, nil
 }
 
 // serverEnv is a stdio server's environment: the inherited variables, then

@@ -46,7 +46,7 @@ type CommandSpec struct {
 	// NAME=value. Nothing else of the parent's environment is inherited.
 	Env []string
 	// Timeout bounds one run (0: DefaultCommandTimeout); on timeout the
-	// whole process group is killed.
+	// process it started is killed, its descendants included.
 	Timeout time.Duration
 	// MaxOutput is how many bytes of stdout, and of stderr, are kept
 	// (0: DefaultCommandMaxOutput).
@@ -203,7 +203,7 @@ func (c *command) Run(ctx context.Context, call core.ToolCall, rc shell.RunConte
 	case res.startErr != nil:
 		return failf(call, "cannot run %s: %v", c.spec.Argv[0], res.startErr)
 	case res.timedOut:
-		return failf(call, "timed out after %s; the process group was killed", c.spec.Timeout)
+		return failf(call, "timed out after %s; it and every process it started were killed", c.spec.Timeout)
 	case res.exitCode != 0:
 		why := fmt.Sprintf("exited with status %d", res.exitCode)
 		if res.signal != "" {

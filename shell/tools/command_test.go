@@ -103,7 +103,7 @@ func TestCommandFailures(t *testing.T) {
 	slow := mustCommand(t, CommandSpec{Name: "slow", Timeout: 300 * time.Millisecond,
 		Argv: []string{"bash", "-c", `sleep 30 & echo pid=$! > "$1"; wait`, "_", pidFile}})
 	start := time.Now()
-	wantError(t, run(t, slow, `{}`), "timed out after 300ms; the process group was killed")
+	wantError(t, run(t, slow, `{}`), "timed out after 300ms; it and every process it started were killed")
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("took %s", d)
 	}

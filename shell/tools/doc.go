@@ -14,13 +14,23 @@
 //     timeouts, crashes and failed commands come back as core.ToolResult
 //     with Error set, in words the model can act on.
 //   - Run honours ctx: when it is done the tool stops its work, kills the
-//     child processes it started (the whole process group), and returns.
+//     processes it started (all of them, see below), and returns.
 //   - Every tool has its own limits (time, bytes, rows, entries) with
 //     defaults; when output is cut the result says how much was left out.
 //   - Tools hold configuration, not open files: roots, databases and
 //     scratch directories are opened per call and closed (or removed)
 //     before Run returns. The HTTP tools keep an idle-connection pool.
 //     Every tool is safe for concurrent use.
+//
+// Processes: run_code and command tools start their program under a
+// Supervisor (so do stdio MCP servers, through Supervise). On Linux it is
+// this executable started again in supervisor mode, which the init function
+// of this package selects: a child subreaper that runs the program without
+// the capabilities that read other processes' memory and, when the program
+// exits, times out, is cancelled, or this process dies (even by SIGKILL),
+// kills every process below it, setsid'ed and double-forked ones included.
+// HideEnvironment closes this process's environment to them. Elsewhere the
+// program runs in its own process group, which is killed.
 //
 // Each constructor takes an options struct whose zero values mean the
 // documented defaults. Builtin builds a built-in by name from Options, and

@@ -6,13 +6,12 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"strings"
 	"syscall"
 	"time"
 )
 
-// pipeGrace bounds how long the output of a finished process is drained: a
-// descendant that left the process group (setsid) may hold the pipes open.
+// pipeGrace bounds how long the output of a finished process is drained,
+// in case a descendant that could not be killed holds the pipes open.
 const pipeGrace = time.Second
 
 // procSpec is one process to run.
@@ -37,16 +36,21 @@ type procResult struct {
 	startErr error // it did not start
 }
 
-// runProcess runs a process in its own process group and waits for it. On
-// timeout or when ctx is done the whole group is killed with SIGKILL; once
-// the leader exits, whatever is left of the group is killed too, so no
-// background child outlives the call. A descendant that moved itself to
-// another process group or session is out of reach.
+// runProcess runs a process under a Supervisor and waits for it. On
+// timeout or when ctx is done, the process and everything it started are
+// killed with SIGKILL; once the process exits, whatever it started is
+// killed too, so no background child outlives the call. On Linux that
+// includes processes that started their own session or were orphaned, and
+// the call's processes die with this one, even when it is killed with
+// SIGKILL; elsewhere the process group is killed.
 func runProcess(ctx context.Context, s procSpec) procResult {
 	res := procResult{exitCode: -1, stdout: capture{max: s.maxOutput}, stderr: capture{max: s.maxOutput}}
 	runCtx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 
+	// Real files, not writers: exec starts no copying goroutines, so Wait
+	// returns when the process is gone even if a descendant that could not
+	// be killed holds the pipes.
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		res.startErr = err
@@ -63,31 +67,38 @@ func runProcess(ctx context.Context, s procSpec) procResult {
 	cmd := exec.CommandContext(runCtx, s.path, s.args...)
 	cmd.Dir = s.dir
 	cmd.Env = append([]string{}, s.env...) // never nil: nil would inherit the parent's
-	if s.stdin != "" {
-		cmd.Stdin = strings.NewReader(s.stdin)
-		cmd.WaitDelay = pipeGrace // stdin is copied by exec; don't wait on it forever
-	}
-	// Real files, not writers: exec starts no copying goroutines, so Wait
-	// returns when the leader exits even if a descendant holds the pipes.
 	cmd.Stdout, cmd.Stderr = outW, errW
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
-
-	if err := cmd.Start(); err != nil {
-		for _, f := range []*os.File{outR, outW, errR, errW} {
-			f.Close()
+	var stdin io.WriteCloser
+	sup, err := Supervise(cmd, nil)
+	if err == nil {
+		if s.stdin != "" {
+			stdin, err = cmd.StdinPipe() // closed by Wait, in case nothing reads it
 		}
-		res.startErr = err
-		return res
+		if err == nil {
+			err = cmd.Start()
+		}
+		sup.Started()
 	}
 	outW.Close()
 	errW.Close()
+	if err != nil {
+		outR.Close()
+		errR.Close()
+		res.startErr = err
+		return res
+	}
+	if stdin != nil {
+		go func() {
+			io.WriteString(stdin, s.stdin) //nolint:errcheck // a process need not read its input
+			stdin.Close()
+		}()
+	}
 	drained := make(chan struct{}, 2)
 	go drain(&res.stdout, outR, drained)
 	go drain(&res.stderr, errR, drained)
 
 	waitErr := cmd.Wait()
-	killGroup(cmd.Process.Pid) // background children of a leader that exited
+	exit := sup.wait(cmd.ProcessState, waitErr) // nothing of the call is left running
 
 	grace := time.NewTimer(pipeGrace)
 	defer grace.Stop()
@@ -103,19 +114,14 @@ func runProcess(ctx context.Context, s procSpec) procResult {
 	outR.Close()
 	errR.Close()
 
-	if st := cmd.ProcessState; st != nil {
-		res.exitCode = st.ExitCode()
-		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			res.signal = ws.Signal().String()
-		}
-	}
+	res.exitCode, res.signal = exit.code, exit.signal
 	switch {
 	case ctx.Err() != nil:
 		res.ctxErr = ctx.Err()
 	case errors.Is(runCtx.Err(), context.DeadlineExceeded):
 		res.timedOut = true
-	case waitErr != nil && res.exitCode == -1 && res.signal == "":
-		res.startErr = waitErr
+	case exit.err != nil:
+		res.startErr = exit.err
 	}
 	return res
 }

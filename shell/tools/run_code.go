@@ -106,7 +106,8 @@ type runCode struct {
 // RunCode returns the run_code tool: it runs python3, bash or node code in
 // a fresh scratch directory, removed afterwards, and returns the exit code,
 // stdout and stderr. A non-zero exit is an output the model reads; a
-// timeout (the whole process group is killed) is an error. Not idempotent.
+// timeout (the program and every process it started are killed) is an
+// error. Not idempotent.
 func RunCode(opts RunCodeOptions) shell.Tool {
 	return &runCode{opts: opts.withDefaults(), err: opts.validate()}
 }
@@ -178,7 +179,7 @@ func (t *runCode) Run(ctx context.Context, call core.ToolCall, _ shell.RunContex
 	case res.startErr != nil:
 		return failf(call, "cannot run %s: %v", a.Language, res.startErr)
 	case res.timedOut:
-		return failf(call, "timed out after %s; the process group was killed. Output so far:\n%s", t.opts.Timeout, describeStreams(&res))
+		return failf(call, "timed out after %s; it and every process it started were killed. Output so far:\n%s", t.opts.Timeout, describeStreams(&res))
 	}
 	return core.ToolResult{CallID: call.ID, Output: describeExit(&res) + "\n" + describeStreams(&res)}
 }
