@@ -16,6 +16,7 @@ import (
 	"github.com/stepwise-agent/stepwise/shell"
 	"github.com/stepwise-agent/stepwise/store"
 	"github.com/stepwise-agent/stepwise/store/sqlite"
+	"pgregory.net/rapid"
 )
 
 // modelFunc is a model provider whose behaviour is a function.
@@ -506,4 +507,46 @@ func TestResumeWithAChangedAgentIsRecorded(t *testing.T) {
 	if len(changes) != 1 || string(changes[0].Config) != `{"fixed":true}` || string(info.Config) != `{"fixed":true}` {
 		t.Fatalf("changes %+v, config %s", changes, info.Config)
 	}
+}
+
+// TestAnyProviderBytesReadBack is the property behind
+// TestWhateverAModelReturnsIsReadBack: whatever bytes a provider returns in
+// a reply's text, finish reason, calls' ids, names and arguments, and
+// whatever a tool returns, the stored run loads, iterates, exports and
+// replays.
+func TestAnyProviderBytesReadBack(t *testing.T) {
+	db := openStore(t)
+	ctx := context.Background()
+	anyBytes := rapid.Map(rapid.SliceOfN(rapid.Byte(), 0, 40), func(b []byte) string { return string(b) })
+	rapid.Check(t, func(rt *rapid.T) {
+		out := anyBytes.Draw(rt, "tool output")
+		tool := fnTool{spec: core.Tool{Name: "any", Parameters: []byte(`{"type":"object"}`)}, run: func(context.Context, core.ToolCall) core.ToolResult {
+			return core.ToolResult{Output: out, Sources: []string{out}}
+		}}
+		replies := []core.ModelReply{
+			{Text: anyBytes.Draw(rt, "text"), FinishReason: anyBytes.Draw(rt, "finish"),
+				Calls: []core.NativeCall{{ID: anyBytes.Draw(rt, "id"), Name: rapid.SampledFrom([]string{"any", "\xffany"}).Draw(rt, "name"), Arguments: anyBytes.Draw(rt, "args")}}},
+			{Text: anyBytes.Draw(rt, "answer") + "done"},
+		}
+		var n atomic.Int32
+		ag := newAgent(t, modelFunc(func(context.Context, shell.ModelRequest) (core.ModelReply, error) {
+			return replies[min(int(n.Add(1))-1, 1)], nil
+		}), tool)
+		res, err := shell.NewRunner(db, nil).Start(ctx, ag, anyBytes.Draw(rt, "input"))
+		if err != nil {
+			rt.Fatalf("run: %v", err)
+		}
+		if _, err := db.LoadLatest(ctx, res.RunID); err != nil {
+			rt.Fatalf("load: %v", err)
+		}
+		if err := db.Steps(ctx, res.RunID, func(store.StepRecord) error { return nil }); err != nil {
+			rt.Fatalf("steps: %v", err)
+		}
+		if err := db.Export(ctx, res.RunID, new(bytes.Buffer)); err != nil {
+			rt.Fatalf("export: %v", err)
+		}
+		if rep, err := shell.Replay(ctx, db, res.RunID, ag.Config); err != nil || rep.Diverged != nil {
+			rt.Fatalf("replay: %+v %v", rep.Diverged, err)
+		}
+	})
 }

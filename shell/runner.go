@@ -173,7 +173,7 @@ func (r *Runner) Start(ctx context.Context, ag *Agent, input string) (Outcome, e
 	acquired := time.Now()
 	l, err := r.store.CreateRun(ctx, store.NewRun{
 		ID: id, Agent: ag.Config.Name, ConfigHash: core.ConfigHash(ag.Config),
-		Config: ag.Source, Input: input, Initial: st, Owner: r.opts.Owner, LeaseTTL: r.opts.LeaseTTL,
+		Config: ag.Source, Input: st.Request.Input, Initial: st, Owner: r.opts.Owner, LeaseTTL: r.opts.LeaseTTL,
 	})
 	if err != nil {
 		return Outcome{}, fmt.Errorf("create run: %w", err)
