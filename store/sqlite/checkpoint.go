@@ -55,7 +55,7 @@ func (s *SQLite) Checkpoint(ctx context.Context, l store.Lease, cp store.Checkpo
 			}
 			return err
 		}, func(h *hotStmts) error {
-			fenced, err := h.insertFenced(&row, t.RK, l.Token)
+			fenced, err := h.insertFenced(&row, t.RK, l)
 			if err != nil {
 				return fmt.Errorf("insert step: %w", err)
 			}

@@ -41,8 +41,8 @@ type querier interface {
 const insertStepSQL = `INSERT INTO steps (id, rk, seq, created_ns, msg_count, msg_sum, body, sum) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
 
 // fencedInsertStepSQL is insertStepSQL conditional on the run's lease: it
-// inserts the row only while ?9 is the run's lease token and the lease is
-// held (one row changed), else nothing. The lease check and the insert are
-// one statement of the checkpoint's transaction.
+// inserts the row only while ?9 is the run's lease token and ?10 its holder
+// (one row changed), else nothing. The lease check and the insert are one
+// statement of the checkpoint's transaction.
 const fencedInsertStepSQL = `INSERT INTO steps (id, rk, seq, created_ns, msg_count, msg_sum, body, sum)
-	SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8 FROM runs WHERE rk = ?2 AND lease_token = ?9 AND lease_owner <> ''`
+	SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8 FROM runs WHERE rk = ?2 AND lease_token = ?9 AND lease_owner = ?10`

@@ -199,7 +199,7 @@ func (tx *wtx) insertStep(r *codec.Row, rk int64) error {
 func (tx *wtx) insertFenced(ctx context.Context, r *codec.Row, rk int64, l store.Lease) error {
 	var fenced bool
 	err := tx.hot(func(h *hotStmts) (err error) {
-		fenced, err = h.insertFenced(r, rk, l.Token)
+		fenced, err = h.insertFenced(r, rk, l)
 		return err
 	})
 	if err == nil && !fenced {
@@ -215,15 +215,18 @@ func (h *hotStmts) insertStep(r *codec.Row, rk int64) error {
 	return h.query(hotInsertStep, h.args...)
 }
 
-// insertFenced inserts a step row while token is the run's lease token,
-// setting its checksum; fenced is false when the lease is not the run's
-// (nothing was written). It runs as an exec and reads the count of changed
+// insertFenced inserts a step row while l is the run's lease (its token and
+// holder), setting its checksum; fenced is false when the lease is not the
+// run's (nothing was written). It runs as an exec and reads the count of changed
 // rows: a RETURNING clause, which would let it run as a query, makes
 // SQLite buffer the returned row in a temporary table, which cost a
 // checkpoint several microseconds (BenchmarkAppendStep).
-func (h *hotStmts) insertFenced(r *codec.Row, rk, token int64) (fenced bool, err error) {
+func (h *hotStmts) insertFenced(r *codec.Row, rk int64, l store.Lease) (fenced bool, err error) {
+	if l.Owner == "" {
+		return false, nil
+	}
 	h.stepArgs(r, rk)
-	h.args = append(h.args, driver.NamedValue{Ordinal: 9, Value: token})
+	h.args = append(h.args, driver.NamedValue{Ordinal: 9, Value: l.Token}, driver.NamedValue{Ordinal: 10, Value: l.Owner})
 	defer clear(h.args) // the blobs are the caller's
 	st, err := h.stmt(hotInsertFenced)
 	if err != nil {

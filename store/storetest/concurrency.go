@@ -1,0 +1,145 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stepwise-agent/stepwise/store"
+)
+
+// testConcurrentRuns: 50 runs driven at once, through two stores on one
+// database, each checkpointing steps as fast as it can: every run ends
+// complete and loads back in order.
+func testConcurrentRuns(t *testing.T, h Harness) {
+	ctx := context.Background()
+	s := open(t, h, nil)
+	stores := []store.Store{s, reopen(t, h, s, nil)}
+	const runs, steps = 50, 40
+	var wg sync.WaitGroup
+	errs := make([]error, runs)
+	for i := range runs {
+		wg.Go(func() {
+			st := stores[i%len(stores)]
+			id := fmt.Sprintf("run-%02d", i)
+			l, err := st.CreateRun(ctx, store.NewRun{ID: id, Agent: "agent", Initial: initial(id), Owner: "t/1/" + id, LeaseTTL: time.Hour})
+			if errs[i] = err; err != nil {
+				return
+			}
+			g := newSynth(id, tools(1))
+			for range steps {
+				if errs[i] = st.Checkpoint(ctx, l, g.next()); errs[i] != nil {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	must(t, errors.Join(errs...))
+	for i := range runs {
+		id := fmt.Sprintf("run-%02d", i)
+		n := 0
+		must(t, s.Steps(ctx, id, func(rec store.StepRecord) error {
+			if rec.Seq != n {
+				return fmt.Errorf("run %s: step %d out of order", id, rec.Seq)
+			}
+			n++
+			return nil
+		}))
+		if n != steps+1 {
+			t.Fatalf("run %s has %d steps", id, n)
+		}
+	}
+}
+
+// testRacingAcquirers: 8 drivers, each on its own store, race for one run,
+// over and over: exactly one gets the lease each time, the others ErrBusy;
+// the winner alone can then write.
+func testRacingAcquirers(t *testing.T, h Harness) {
+	ctx := context.Background()
+	s := open(t, h, nil)
+	stores := []store.Store{s}
+	for range 7 {
+		stores = append(stores, reopen(t, h, s, nil))
+	}
+	for round := range 30 {
+		id := fmt.Sprintf("race-%02d", round)
+		if _, err := s.CreateRun(ctx, store.NewRun{ID: id, Agent: "agent", Initial: initial(id)}); err != nil {
+			t.Fatal(err)
+		}
+		var wins, busy atomic.Int32
+		leases := make([]store.Lease, len(stores))
+		var wg sync.WaitGroup
+		for i, st := range stores {
+			wg.Go(func() {
+				l, err := st.Acquire(ctx, id, store.LeaseRequest{Owner: fmt.Sprintf("host/%d/n", i), TTL: time.Minute})
+				switch {
+				case err == nil:
+					wins.Add(1)
+					leases[i] = l
+				case errors.Is(err, store.ErrBusy):
+					busy.Add(1)
+				default:
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		if wins.Load() != 1 || busy.Load() != 7 {
+			t.Fatalf("round %d: %d won, %d busy", round, wins.Load(), busy.Load())
+		}
+		g := newSynth(id, nil)
+		cp := g.next()
+		written := 0
+		for i, st := range stores {
+			l := leases[i]
+			if l.Owner == "" {
+				l = store.Lease{RunID: id, Owner: fmt.Sprintf("host/%d/n", i), Token: 1}
+			}
+			if err := st.Checkpoint(ctx, l, cp); err == nil {
+				written++
+			} else if !errors.Is(err, store.ErrLeaseLost) {
+				t.Fatalf("round %d: a loser's checkpoint: %v", round, err)
+			}
+		}
+		if written != 1 {
+			t.Fatalf("round %d: %d stores wrote the step", round, written)
+		}
+	}
+}
+
+// testWriteSize: what a step writes does not grow with the run (the bytes
+// of steps 9,900-10,000 within 1.5x of steps 0-100), nor with the agent's
+// tool list (16 tools within 1.3x of one: a list is stored once, not with
+// every model call).
+func testWriteSize(t *testing.T, h Harness) {
+	ctx := context.Background()
+	s := open(t, h, nil)
+	grow := func(id string, tl int, from, to int) float64 {
+		t.Helper()
+		l, g := create(t, s, id, tools(tl))
+		var before int64
+		for seq := 1; seq <= to; seq++ {
+			if seq == from+1 {
+				before = h.Size(t, s, id)
+			}
+			must(t, s.Checkpoint(ctx, l, g.next()))
+		}
+		return float64(h.Size(t, s, id)-before) / float64(to-from)
+	}
+	early := grow("early", 1, 0, 128)
+	late := grow("late", 1, 9984, 10112)
+	if late > 1.5*early {
+		t.Errorf("bytes per step grow with the run: %.0f at step 10,000, %.0f at step 0", late, early)
+	}
+	one := grow("one-tool", 1, 0, 2048)
+	sixteen := grow("sixteen-tools", 16, 0, 2048)
+	if sixteen > 1.3*one {
+		t.Errorf("bytes per step grow with the tool list: %.0f with 16 tools, %.0f with one", sixteen, one)
+	}
+	t.Logf("bytes per step: %.0f at step 0, %.0f at step 10,000; %.0f with one tool, %.0f with 16", early, late, one, sixteen)
+}

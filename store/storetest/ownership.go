@@ -1,0 +1,310 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stepwise-agent/stepwise/core"
+	"github.com/stepwise-agent/stepwise/store"
+)
+
+// testStatusTransitions: the status follows each action (running, paused,
+// completed, failed, cancelled) and SetStatus (interrupted, stalled with a
+// retry time, running again); an ended run's status cannot change.
+func testStatusTransitions(t *testing.T, h Harness) {
+	ctx := context.Background()
+	s := open(t, h, nil)
+	status := func(id string) store.RunInfo {
+		t.Helper()
+		ri, err := s.Run(ctx, id)
+		must(t, err)
+		return ri
+	}
+	l, g := create(t, s, "r", nil)
+	must(t, s.Checkpoint(ctx, l, g.next()))
+	if ri := status("r"); ri.Status != store.StatusRunning {
+		t.Fatalf("after a tool request: %s", ri.Status)
+	}
+	must(t, s.Checkpoint(ctx, l, g.pause()))
+	if ri := status("r"); ri.Status != store.StatusAwaitingToolResults {
+		t.Fatalf("after a pause: %s", ri.Status)
+	}
+	must(t, s.SetStatus(ctx, l, store.StatusChange{Status: store.StatusInterrupted, Reason: "interrupted by SIGINT"}))
+	if ri := status("r"); ri.Status != store.StatusInterrupted || ri.Reason != "interrupted by SIGINT" {
+		t.Fatalf("after SetStatus: %+v", ri)
+	}
+	retry := time.Now().Add(time.Minute).Truncate(time.Microsecond).UTC()
+	must(t, s.SetStatus(ctx, l, store.StatusChange{Status: store.StatusStalled, Reason: "429", RetryAt: retry}))
+	if ri := status("r"); ri.Status != store.StatusStalled || ri.Reason != "429" || !ri.RetryAt.Equal(retry) {
+		t.Fatalf("stalled: %+v", ri)
+	}
+	must(t, s.SetStatus(ctx, l, store.StatusChange{Status: store.StatusRunning}))
+	if ri := status("r"); ri.Status != store.StatusRunning || !ri.RetryAt.IsZero() {
+		t.Fatalf("running again: %+v", ri)
+	}
+	if err := s.SetStatus(ctx, l, store.StatusChange{Status: "bogus"}); err == nil {
+		t.Fatal("an unknown status was set")
+	}
+	for _, end := range []struct {
+		kind   string
+		status store.Status
+	}{{"complete", store.StatusCompleted}, {"fail", store.StatusFailed}, {"cancel", store.StatusCancelled}} {
+		l, g := create(t, s, "end-"+end.kind, nil)
+		must(t, s.Checkpoint(ctx, l, g.next()))
+		must(t, s.Checkpoint(ctx, l, g.ending(end.kind)))
+		ri := status("end-" + end.kind)
+		if ri.Status != end.status {
+			t.Fatalf("%s: status %s", end.kind, ri.Status)
+		}
+		switch end.kind {
+		case "complete":
+			if ri.Answer != "the answer" {
+				t.Fatalf("answer %q", ri.Answer)
+			}
+		default:
+			if ri.FailCode == "" || ri.Reason == "" {
+				t.Fatalf("%s: code %q reason %q", end.kind, ri.FailCode, ri.Reason)
+			}
+		}
+		if err := s.SetStatus(ctx, l, store.StatusChange{Status: store.StatusInterrupted}); !errors.Is(err, store.ErrEnded) {
+			t.Fatalf("%s: SetStatus on an ended run: %v", end.kind, err)
+		}
+	}
+}
+
+// testLeases: a run is created held; a live lease refuses every other
+// acquirer (and its own owner again), naming the holder; renewal moves the
+// expiry; an expired or released lease is free; a take-over names exactly
+// the holder; each acquisition increments the token.
+func testLeases(t *testing.T, h Harness) {
+	ctx := context.Background()
+	clock := NewClock()
+	s := open(t, h, clock.Now)
+	a, err := s.CreateRun(ctx, store.NewRun{ID: "r", Agent: "a", Initial: initial("r"), Owner: "hostA/1/aa", LeaseTTL: 10 * time.Second})
+	must(t, err)
+	if a.Token != 1 || a.Owner != "hostA/1/aa" || a.RunID != "r" {
+		t.Fatalf("lease at creation: %+v", a)
+	}
+	if ri, _ := s.Run(ctx, "r"); ri.Lease.Owner != a.Owner || ri.Lease.Token != 1 || !ri.Lease.Expires.Equal(a.Expires) || ri.Orphaned(clock.Now()) {
+		t.Fatalf("RunInfo.Lease %+v, want %+v", ri.Lease, a)
+	}
+	for _, owner := range []string{"hostB/2/bb", "hostA/1/aa"} {
+		_, err := s.Acquire(ctx, "r", store.LeaseRequest{Owner: owner, TTL: time.Second})
+		busy, ok := errors.AsType[*store.BusyError](err)
+		if !ok || !errors.Is(err, store.ErrBusy) || busy.Holder.Owner != a.Owner || busy.Holder.Token != a.Token {
+			t.Fatalf("%s acquiring a held run: %v", owner, err)
+		}
+	}
+	clock.Add(8 * time.Second)
+	if a, err = s.Renew(ctx, a, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	clock.Add(9 * time.Second)
+	if _, err := s.Acquire(ctx, "r", store.LeaseRequest{Owner: "hostB/2/bb", TTL: time.Second}); !errors.Is(err, store.ErrBusy) {
+		t.Fatalf("acquire before the renewed expiry: %v", err)
+	}
+	wrong := a
+	wrong.Token = 9
+	if _, err := s.Acquire(ctx, "r", store.LeaseRequest{Owner: "hostB/2/bb", TTL: time.Second, TakeOver: &wrong}); !errors.Is(err, store.ErrBusy) {
+		t.Fatalf("take-over naming another token: %v", err)
+	}
+	b, err := s.Acquire(ctx, "r", store.LeaseRequest{Owner: "hostB/2/bb", TTL: 5 * time.Second, TakeOver: &a})
+	if err != nil || b.Token != 2 || b.Owner != "hostB/2/bb" {
+		t.Fatalf("take-over: %+v %v", b, err)
+	}
+	if _, err := s.Renew(ctx, a, time.Second); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("renew of a lost lease: %v", err)
+	}
+	if err := s.Release(ctx, a); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("release of a lost lease: %v", err)
+	}
+	clock.Add(6 * time.Second) // b expired; no one took it: b may renew it
+	if b, err = s.Renew(ctx, b, 5*time.Second); err != nil {
+		t.Fatalf("renew after expiry with no one else: %v", err)
+	}
+	must(t, s.Release(ctx, b))
+	if ri, _ := s.Run(ctx, "r"); ri.Lease.Owner != "" || !ri.Orphaned(clock.Now()) {
+		t.Fatalf("after release: %+v", ri.Lease)
+	}
+	c, err := s.Acquire(ctx, "r", store.LeaseRequest{Owner: "hostC/3/cc", TTL: time.Second})
+	if err != nil || c.Token != 3 {
+		t.Fatalf("acquire after release: %+v %v", c, err)
+	}
+	clock.Add(2 * time.Second)
+	d, err := s.Acquire(ctx, "r", store.LeaseRequest{Owner: "hostD/4/dd", TTL: time.Second})
+	if err != nil || d.Token != 4 {
+		t.Fatalf("acquire after expiry: %+v %v", d, err)
+	}
+	if _, err := s.Acquire(ctx, "nope", store.LeaseRequest{Owner: "x", TTL: time.Second}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("acquire an unknown run: %v", err)
+	}
+	if _, err := s.Acquire(ctx, "r", store.LeaseRequest{TTL: time.Second}); err == nil {
+		t.Fatal("acquire without an owner")
+	}
+}
+
+// testFencing: once another driver took the run over, every write of the
+// old holder is refused with ErrLeaseLost and writes nothing, whether its
+// store remembered the run's tail or not; a released lease fences nothing.
+func testFencing(t *testing.T, h Harness) {
+	ctx := context.Background()
+	clock := NewClock()
+	s := open(t, h, clock.Now)
+	old, g := create(t, s, "r", nil)
+	cp1 := g.next()
+	must(t, s.Checkpoint(ctx, old, cp1))
+	must(t, s.RecordIntent(ctx, old, 1, core.ToolCall{ID: "c1", Name: "search", Args: []byte(`{}`)}))
+	clock.Add(2 * time.Hour)
+	other := reopen(t, h, s, clock.Now)
+	next, err := other.Acquire(ctx, "r", store.LeaseRequest{Owner: "b/2/y", TTL: time.Hour})
+	must(t, err)
+	before := snapshot(t, s, "r")
+	cp2 := g.next()
+	for _, w := range []struct {
+		name  string
+		write func() error
+	}{
+		{"checkpoint", func() error { return s.Checkpoint(ctx, old, cp2) }},
+		{"intent", func() error {
+			return s.RecordIntent(ctx, old, 1, core.ToolCall{ID: "c2", Name: "charge", Args: []byte(`{}`)})
+		}},
+		{"outcome", func() error { return s.RecordOutcome(ctx, old, 1, core.ToolResult{CallID: "c1", Output: "x"}) }},
+		{"status", func() error { return s.SetStatus(ctx, old, store.StatusChange{Status: store.StatusInterrupted}) }},
+		{"agent change", func() error { return s.ChangeAgent(ctx, old, []byte(`{"v":2}`)) }},
+		{"retract", func() error { return s.RetractIntent(ctx, old, 1, "c1") }},
+		{"renew", func() error { _, err := s.Renew(ctx, old, time.Hour); return err }},
+		{"release", func() error { return s.Release(ctx, old) }},
+		{"checkpoint again", func() error { return s.Checkpoint(ctx, old, cp2) }},
+	} {
+		if err := w.write(); !errors.Is(err, store.ErrLeaseLost) {
+			t.Errorf("%s with a lost lease: %v, want ErrLeaseLost", w.name, err)
+		}
+	}
+	if after := snapshot(t, s, "r"); after != before {
+		t.Fatal("a write with a lost lease changed the run")
+	}
+	must(t, other.Checkpoint(ctx, next, cp2))
+	must(t, other.Release(ctx, next))
+	if err := other.Checkpoint(ctx, next, g.next()); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("a checkpoint with a released lease: %v", err)
+	}
+}
+
+// snapshot is everything the store shows of a run, its lease included, for
+// comparing.
+func snapshot(t *testing.T, s store.Store, id string) string {
+	t.Helper()
+	ri, err := s.Run(context.Background(), id)
+	must(t, err)
+	return fmt.Sprintf("%s %d|", ri.Lease.Owner, ri.Lease.Token) + contents(t, s, id)
+}
+
+// contents is everything the store shows of a run but its lease.
+func contents(t *testing.T, s store.Store, id string) string {
+	t.Helper()
+	ctx := context.Background()
+	ri, err := s.Run(ctx, id)
+	must(t, err)
+	var b []byte
+	b = append(b, ri.Status...)
+	b = append(b, ri.Reason...)
+	b = append(b, byte(ri.LastSeq))
+	b = append(b, ri.Config...)
+	must(t, s.Steps(ctx, id, func(rec store.StepRecord) error {
+		b = append(b, encoded(t, rec.Action, rec.State, rec.Result)...)
+		in, err := s.Intents(ctx, id, rec.Seq)
+		for _, i := range in {
+			b = append(b, i.CallID...)
+			b = append(b, i.State...)
+		}
+		return err
+	}))
+	ch, err := s.AgentChanges(ctx, id)
+	must(t, err)
+	return string(b) + string(rune(len(ch)))
+}
+
+// testIntents: an intent is durable before the call and its outcome after;
+// the same intent or outcome again is a no-op, a different one a conflict;
+// an outcome without an intent, or an intent for a step that does not
+// exist, is ErrNotFound; an intent without an outcome can be retracted.
+func testIntents(t *testing.T, h Harness) {
+	ctx := context.Background()
+	s := open(t, h, nil)
+	l, g := create(t, s, "r", nil)
+	calls := []core.ToolCall{{ID: "a", Name: "search", Args: []byte(`{"q":1}`)}, {ID: "b", Name: "search", Args: []byte(`{"q":2}`)}}
+	if err := s.RecordIntent(ctx, l, 1, calls[0]); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("an intent for a step not stored: %v", err)
+	}
+	must(t, s.Checkpoint(ctx, l, g.next()))
+	for _, c := range calls {
+		must(t, s.RecordIntent(ctx, l, 1, c))
+	}
+	must(t, s.RecordIntent(ctx, l, 1, calls[0]))
+	changed := calls[0]
+	changed.Args = []byte(`{"q":9}`)
+	if err := s.RecordIntent(ctx, l, 1, changed); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("an intent recorded again differently: %v", err)
+	}
+	out := core.ToolResult{CallID: "a", Output: "found", Sources: []string{"https://x"}}
+	must(t, s.RecordOutcome(ctx, l, 1, out))
+	must(t, s.RecordOutcome(ctx, l, 1, out))
+	if err := s.RecordOutcome(ctx, l, 1, core.ToolResult{CallID: "a", Error: "no"}); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("another outcome: %v", err)
+	}
+	if err := s.RecordOutcome(ctx, l, 1, core.ToolResult{CallID: "zz", Output: "?"}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("an outcome without an intent: %v", err)
+	}
+	if err := s.RecordIntent(ctx, l, 1, core.ToolCall{Name: "x"}); err == nil {
+		t.Fatal("an intent without a call id")
+	}
+	in, err := s.Intents(ctx, "r", 1)
+	must(t, err)
+	if len(in) != 2 || in[0].CallID != "a" || in[0].State != store.IntentCompleted || in[0].Result == nil || in[0].Result.Output != "found" ||
+		in[0].Result.Sources[0] != "https://x" || in[0].Completed.IsZero() || in[1].CallID != "b" || in[1].State != store.IntentStarted ||
+		in[1].Result != nil || string(in[1].Args) != `{"q":2}` || in[1].Started.IsZero() {
+		t.Fatalf("intents: %+v", in)
+	}
+	if err := s.RetractIntent(ctx, l, 1, "a"); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("retracting a completed intent: %v", err)
+	}
+	must(t, s.RetractIntent(ctx, l, 1, "b"))
+	if err := s.RetractIntent(ctx, l, 1, "b"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("retracting twice: %v", err)
+	}
+	if in, _ := s.Intents(ctx, "r", 1); len(in) != 1 {
+		t.Fatalf("after the retraction: %+v", in)
+	}
+	if in, err := s.Intents(ctx, "r", 0); err != nil || len(in) != 0 {
+		t.Fatalf("intents of a step without any: %+v %v", in, err)
+	}
+}
+
+// testAgentChanges: each change is recorded at the run's last step, the
+// run is driven by the last one, and the start config stays.
+func testAgentChanges(t *testing.T, h Harness) {
+	ctx := context.Background()
+	s := open(t, h, nil)
+	l, g := create(t, s, "r", nil)
+	must(t, s.ChangeAgent(ctx, l, []byte(`{"v":2}`)))
+	must(t, s.Checkpoint(ctx, l, g.next()))
+	must(t, s.Checkpoint(ctx, l, g.next()))
+	must(t, s.ChangeAgent(ctx, l, []byte(`{"v":3}`)))
+	ch, err := s.AgentChanges(ctx, "r")
+	must(t, err)
+	ri, _ := s.Run(ctx, "r")
+	if len(ch) != 2 || ch[0].Seq != 0 || string(ch[0].Config) != `{"v":2}` || ch[1].Seq != 2 || string(ch[1].Config) != `{"v":3}` ||
+		ch[0].Created.IsZero() || string(ri.Config) != `{"v":3}` || string(ri.StartConfig) != `{"v":1}` {
+		t.Fatalf("changes %+v, config %s, start %s", ch, ri.Config, ri.StartConfig)
+	}
+	must(t, s.Checkpoint(ctx, l, g.ending("complete")))
+	if err := s.ChangeAgent(ctx, l, []byte(`{"v":4}`)); !errors.Is(err, store.ErrEnded) {
+		t.Fatalf("a change after the end: %v", err)
+	}
+	if _, err := s.AgentChanges(ctx, "nope"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("changes of an unknown run: %v", err)
+	}
+}

@@ -1,0 +1,286 @@
+package storetest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stepwise-agent/stepwise/core"
+	"github.com/stepwise-agent/stepwise/store"
+)
+
+// Harness opens the stores of one backend for the suite. Every function is
+// required.
+type Harness struct {
+	// Open opens a fresh, empty store (a database or schema of its own)
+	// whose clock is now (nil: the store's own). The suite closes it.
+	Open func(t *testing.T, now func() time.Time) store.Store
+	// Reopen opens another store on the database s is on, as another
+	// process would, with the clock now. The suite closes it.
+	Reopen func(t *testing.T, s store.Store, now func() time.Time) store.Store
+	// Corrupt flips one byte of a stored record of run runID, in place,
+	// without touching its checksum: what is "step" (the body of step n),
+	// "segment" (the body of the segment starting at step n) or "intent"
+	// (the arguments of the intents of step n).
+	Corrupt func(t *testing.T, s store.Store, runID, what string, n int)
+	// Size is how many bytes the store holds for the run's steps: the
+	// bodies of its step rows and segments, and the tool lists they refer
+	// to (each counted once).
+	Size func(t *testing.T, s store.Store, runID string) int64
+}
+
+// Run runs the conformance suite against the stores h opens.
+func Run(t *testing.T, h Harness) {
+	if h.Open == nil || h.Reopen == nil || h.Corrupt == nil || h.Size == nil {
+		t.Fatal("storetest: every Harness function is required")
+	}
+	for _, c := range []struct {
+		name string
+		fn   func(*testing.T, Harness)
+	}{
+		{"Checkpoints", testCheckpoints},
+		{"CheckpointRefusals", testCheckpointRefusals},
+		{"StatusTransitions", testStatusTransitions},
+		{"Leases", testLeases},
+		{"Fencing", testFencing},
+		{"Intents", testIntents},
+		{"AgentChanges", testAgentChanges},
+		{"ExportImport", testExportImport},
+		{"ListRuns", testListRuns},
+		{"Memory", testMemory},
+		{"Corruption", testCorruption},
+		{"ConcurrentRuns", testConcurrentRuns},
+		{"RacingAcquirers", testRacingAcquirers},
+		{"WriteSize", testWriteSize},
+	} {
+		t.Run(c.name, func(t *testing.T) { c.fn(t, h) })
+	}
+}
+
+// Clock is a clock the suite moves by hand; safe for concurrent use.
+type Clock struct{ ns atomic.Int64 }
+
+// NewClock is a clock at a fixed moment.
+func NewClock() *Clock {
+	c := &Clock{}
+	c.ns.Store(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC).UnixNano())
+	return c
+}
+
+// Now reads the clock; each reading moves it on by a microsecond, so that
+// times are distinct.
+func (c *Clock) Now() time.Time { return time.Unix(0, c.ns.Add(1000)).UTC() }
+
+// Add moves the clock on.
+func (c *Clock) Add(d time.Duration) { c.ns.Add(int64(d)) }
+
+func open(t *testing.T, h Harness, now func() time.Time) store.Store {
+	t.Helper()
+	s := h.Open(t, now)
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func reopen(t *testing.T, h Harness, s store.Store, now func() time.Time) store.Store {
+	t.Helper()
+	o := h.Reopen(t, s, now)
+	t.Cleanup(func() { o.Close() })
+	return o
+}
+
+// create makes synthetic run id held by owner for an hour, and returns its
+// lease and generator.
+func create(t *testing.T, s store.Store, id string, tl []core.Tool) (store.Lease, *synth) {
+	t.Helper()
+	l, err := s.CreateRun(context.Background(), store.NewRun{ID: id, Agent: "agent", ConfigHash: "h", Config: []byte(`{"v":1}`),
+		Input: "question " + id, Initial: initial(id), Owner: "test/1/" + id, LeaseTTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l, newSynth(id, tl)
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// encoded is an action's and a state's encoding, to compare records byte
+// for byte.
+func encoded(t *testing.T, a core.Action, st core.State, r core.Result) string {
+	t.Helper()
+	var b bytes.Buffer
+	if a != nil {
+		ab, err := core.EncodeAction(a)
+		must(t, err)
+		b.Write(ab)
+	}
+	sb, err := core.EncodeState(st)
+	must(t, err)
+	b.Write(sb)
+	if r != nil {
+		rb, err := core.EncodeResult(r)
+		must(t, err)
+		b.Write(rb)
+	}
+	return b.String()
+}
+
+// testCheckpoints: a run of several segments, its model calls carrying a
+// tool list, loads back at every step exactly as it was checkpointed, by
+// LoadStep, LoadLatest and Steps, from this store and another.
+func testCheckpoints(t *testing.T, h Harness) {
+	ctx := context.Background()
+	s := open(t, h, nil)
+	l, g := create(t, s, "r", tools(3))
+	want := []string{encoded(t, nil, initial("r"), nil)}
+	const n = 150 // two segments and a part
+	for range n {
+		cp := g.next()
+		must(t, s.Checkpoint(ctx, l, cp))
+		want = append(want, encoded(t, cp.Action, cp.Action.Next(), cp.Result))
+	}
+	for _, st := range []store.Store{s, reopen(t, h, s, nil)} {
+		for _, seq := range []int{0, 1, 2, 63, 64, 65, 127, 128, 149, n} {
+			rec, err := st.LoadStep(ctx, "r", seq)
+			must(t, err)
+			if got := encoded(t, rec.Action, rec.State, rec.Result); rec.Seq != seq || got != want[seq] {
+				t.Fatalf("step %d loads back differently", seq)
+			}
+		}
+		rec, err := st.LoadLatest(ctx, "r")
+		must(t, err)
+		if rec.Seq != n || encoded(t, rec.Action, rec.State, rec.Result) != want[n] {
+			t.Fatalf("latest: step %d", rec.Seq)
+		}
+		next := 0
+		must(t, st.Steps(ctx, "r", func(rec store.StepRecord) error {
+			if rec.Seq != next || encoded(t, rec.Action, rec.State, rec.Result) != want[next] {
+				return fmt.Errorf("Steps gives step %d differently (want %d)", rec.Seq, next)
+			}
+			next++
+			return nil
+		}))
+		if next != n+1 {
+			t.Fatalf("Steps gave %d steps", next)
+		}
+		stop := errors.New("stop")
+		if err := st.Steps(ctx, "r", func(store.StepRecord) error { return stop }); err != stop {
+			t.Fatalf("Steps does not return fn's error as is: %v", err)
+		}
+	}
+	info, err := s.Run(ctx, "r")
+	must(t, err)
+	if info.LastSeq != n || info.Steps != n+1 || info.Agent != "agent" || info.Input != "question r" || string(info.Config) != `{"v":1}` ||
+		string(info.StartConfig) != `{"v":1}` || info.Status != store.StatusRunning || info.Created.IsZero() || info.Updated.Before(info.Created) {
+		t.Fatalf("run info: %+v", info)
+	}
+	if _, err := s.LoadStep(ctx, "r", n+1); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a step past the last: %v", err)
+	}
+	if _, err := s.LoadStep(ctx, "nope", 0); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("an unknown run: %v", err)
+	}
+	if _, err := s.Run(ctx, "nope"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("Run of an unknown run: %v", err)
+	}
+	// Another store on the database continues the run where this one left
+	// it, after taking it over.
+	o := reopen(t, h, s, nil)
+	l2, err := o.Acquire(ctx, "r", store.LeaseRequest{Owner: "other/2/x", TTL: time.Hour, TakeOver: &l})
+	must(t, err)
+	cp := g.next()
+	must(t, o.Checkpoint(ctx, l2, cp))
+	rec, err := s.LoadLatest(ctx, "r")
+	must(t, err)
+	if encoded(t, rec.Action, rec.State, rec.Result) != encoded(t, cp.Action, cp.Action.Next(), cp.Result) {
+		t.Fatal("the other store's step loads back differently")
+	}
+	// A fork: a new run from a step of its parent.
+	fork := store.NewRun{ID: "fork", Agent: "agent", Initial: rec.State, ParentID: "r", ParentStep: rec.Seq, Owner: "test/1/fork", LeaseTTL: time.Hour}
+	_, err = s.CreateRun(ctx, fork)
+	must(t, err)
+	if fi, err := s.Run(ctx, "fork"); err != nil || fi.ParentID != "r" || fi.ParentStep != rec.Seq || fi.LastSeq != 0 {
+		t.Fatalf("fork: %+v %v", fi, err)
+	}
+	fork.ID, fork.ParentStep = "bad-fork", rec.Seq+5
+	if _, err := s.CreateRun(ctx, fork); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a fork from a step that does not exist: %v", err)
+	}
+	fork.ParentID = "nope"
+	if _, err := s.CreateRun(ctx, fork); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a fork of a run that does not exist: %v", err)
+	}
+}
+
+// testCheckpointRefusals: a checkpoint out of order, one whose messages do
+// not extend the log, one after the end, or a run created twice: refused,
+// nothing written.
+func testCheckpointRefusals(t *testing.T, h Harness) {
+	ctx := context.Background()
+	s := open(t, h, nil)
+	l, g := create(t, s, "r", nil)
+	cp1 := g.next()
+	must(t, s.Checkpoint(ctx, l, cp1))
+	cp2 := g.next()
+	for name, c := range map[string]struct {
+		cp   store.Checkpoint
+		want error
+	}{
+		"seq again":     {cp1, store.ErrSeq},
+		"seq too far":   {store.Checkpoint{Seq: 3, Action: cp2.Action}, store.ErrSeq},
+		"seq zero":      {store.Checkpoint{Seq: 0, Action: cp2.Action}, store.ErrSeq},
+		"fewer":         {store.Checkpoint{Seq: 2, Action: core.RequestModelCall{Role: core.Primary, State: baseState("q", cp1.Action.Next().Messages[:1])}}, store.ErrNotAppend},
+		"changed":       {store.Checkpoint{Seq: 2, Action: changedLog(cp2)}, store.ErrNotAppend},
+		"unknown run":   {cp2, store.ErrNotFound},
+		"invalid utf-8": {store.Checkpoint{Seq: 2, Action: badState(cp2)}, nil},
+	} {
+		l := l
+		if name == "unknown run" {
+			l = store.Lease{RunID: "nope", Owner: "x", Token: 1}
+		}
+		err := s.Checkpoint(ctx, l, c.cp)
+		if err == nil || (c.want != nil && !errors.Is(err, c.want)) {
+			t.Errorf("%s: %v, want %v", name, err, c.want)
+		}
+	}
+	if rec, _ := s.LoadLatest(ctx, "r"); rec.Seq != 1 {
+		t.Fatalf("a refused checkpoint wrote step %d", rec.Seq)
+	}
+	must(t, s.Checkpoint(ctx, l, cp2))
+	end := g.ending("complete")
+	must(t, s.Checkpoint(ctx, l, end))
+	if err := s.Checkpoint(ctx, l, g.next()); !errors.Is(err, store.ErrEnded) {
+		t.Fatalf("a checkpoint after the end: %v", err)
+	}
+	if _, err := s.CreateRun(ctx, store.NewRun{ID: "r", Initial: initial("r")}); !errors.Is(err, store.ErrExists) {
+		t.Fatalf("a run created twice: %v", err)
+	}
+	if _, err := s.CreateRun(ctx, store.NewRun{ID: "", Initial: initial("r")}); err == nil {
+		t.Fatal("a run without an id")
+	}
+}
+
+func changedLog(cp store.Checkpoint) core.Action {
+	st := cp.Action.Next()
+	msgs := append([]core.Message(nil), st.Messages...)
+	msgs[len(msgs)-2].Content = "another reply" // the last message the log holds
+	st.Messages = msgs
+	st.Pending = &core.Pending{Kind: core.PendingModel, Role: core.Primary}
+	st.Phase, st.Turn = core.PhaseModel, nil
+	return core.RequestModelCall{Role: core.Primary, State: st}
+}
+
+func badState(cp store.Checkpoint) core.Action {
+	st := cp.Action.Next()
+	st.Request.Input = "\xff"
+	st.Pending = &core.Pending{Kind: core.PendingModel, Role: core.Primary}
+	st.Phase, st.Turn = core.PhaseModel, nil
+	return core.RequestModelCall{Role: core.Primary, State: st}
+}
