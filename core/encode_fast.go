@@ -433,45 +433,87 @@ func appendEnvelope(dst []byte, kind string) []byte {
 // encodeActionFast appends a inside an envelope of kind to dst, and reports
 // false when a has no encoder here.
 func encodeActionFast(dst []byte, kind string, a Action) ([]byte, bool) {
+	if m, ok := a.(RequestModelCall); ok && m.Role == Primary {
+		m.Messages = nil // the state's own: DecodeAction restores them
+		a = m
+	}
+	size, ok := actionFieldsSize(a)
+	if !ok {
+		return dst, false
+	}
+	dst = startEnvelope(dst, kind, size)
 	switch a := a.(type) {
 	case Complete:
-		dst = startEnvelope(dst, kind, textSize(a.Answer)+stringsSize(a.ToolsUsed)+stringsSize(a.Sources))
 		return appendComplete(dst, &a), true
 	case Fail:
-		dst = startEnvelope(dst, kind, textSize(string(a.Code))+textSize(a.Reason))
 		return appendFail(dst, &a), true
 	case RequestModelCall:
-		if a.Role == Primary {
-			a.Messages = nil // the state's own: DecodeAction restores them
-		}
-		dst = startEnvelope(dst, kind, textSize(string(a.Role))+messagesSize(a.Messages)+toolsSize(a.Tools))
 		return appendRequestModelCall(dst, &a), true
 	case RequestToolCalls:
-		dst = startEnvelope(dst, kind, callsSize(a.Calls)+2*boolField)
 		return appendRequestToolCalls(dst, &a), true
 	case RequestExternalToolCalls:
-		return appendRequestExternalToolCalls(startEnvelope(dst, kind, callsSize(a.Calls)), &a), true
+		return appendRequestExternalToolCalls(dst, &a), true
 	}
 	return dst, false
+}
+
+// actionFieldsSize is the size estimate of a's fields, for the actions
+// with a fast path (false for the others).
+func actionFieldsSize(a Action) (int, bool) {
+	switch a := a.(type) {
+	case Complete:
+		return textSize(a.Answer) + stringsSize(a.ToolsUsed) + stringsSize(a.Sources), true
+	case Fail:
+		return textSize(string(a.Code)) + textSize(a.Reason), true
+	case RequestModelCall:
+		return textSize(string(a.Role)) + messagesSize(a.Messages) + toolsSize(a.Tools), true
+	case RequestToolCalls:
+		return callsSize(a.Calls) + 2*boolField, true
+	case RequestExternalToolCalls:
+		return callsSize(a.Calls), true
+	}
+	return 0, false
 }
 
 // encodeResultFast appends r inside an envelope of kind to dst, and reports
 // false when r has no encoder here.
 func encodeResultFast(dst []byte, kind string, r Result) ([]byte, bool) {
+	size, ok := resultFieldsSize(r)
+	if !ok {
+		return dst, false
+	}
+	dst = startEnvelope(dst, kind, size)
+	switch r := r.(type) {
+	case ModelReply:
+		return appendModelReply(dst, &r), true
+	case ToolResults:
+		return appendToolResults(dst, &r), true
+	}
+	return dst, false
+}
+
+// resultFieldsSize is the size estimate of r's fields, for the results
+// with a fast path (false for the others).
+func resultFieldsSize(r Result) (int, bool) {
 	switch r := r.(type) {
 	case ModelReply:
 		usage := 2 + 2*intField
-		dst = startEnvelope(dst, kind, textSize(r.Text)+nativeCallsSize(r.Calls)+textSize(r.FinishReason)+usage+textSize(r.Error))
-		return appendModelReply(dst, &r), true
+		return textSize(r.Text) + nativeCallsSize(r.Calls) + textSize(r.FinishReason) + usage + textSize(r.Error), true
 	case ToolResults:
-		return appendToolResults(startEnvelope(dst, kind, resultsSize(r.Results)), &r), true
+		return resultsSize(r.Results), true
 	}
-	return dst, false
+	return 0, false
 }
 
 // startEnvelope starts an envelope of kind on dst, grown to hold it and a
 // body whose fields take about fieldsSize bytes.
 func startEnvelope(dst []byte, kind string, fieldsSize int) []byte {
+	return appendEnvelope(grow(dst, envelopeSize(kind, fieldsSize)), kind)
+}
+
+// envelopeSize is the size estimate of an envelope of kind around fields
+// of fieldsSize bytes.
+func envelopeSize(kind string, fieldsSize int) int {
 	const heads = 1 + 1 + 1 // the envelope's map head, key 2, the body's map head
-	return appendEnvelope(grow(dst, heads+textSize(kind)+fieldsSize), kind)
+	return heads + textSize(kind) + fieldsSize
 }
