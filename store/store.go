@@ -40,6 +40,12 @@ type Runs interface {
 	// Release gives the lease up (ErrLeaseLost, changing nothing, when it
 	// is no longer the run's).
 	Release(ctx context.Context, l Lease) error
+	// Claim takes the lease of one runnable run for a worker: a run marked
+	// running that no live lease holds (new, or its driver died), or a
+	// stalled run whose retry time has come; the oldest first. Several
+	// workers, in one process or many, claim different runs. ErrNotFound
+	// when none is runnable.
+	Claim(ctx context.Context, req LeaseRequest) (Lease, error)
 
 	// Checkpoint appends a step in one transaction: the action, the result
 	// that led to it and the state (Action.Next()), and sets the run's

@@ -25,7 +25,10 @@ func (nullStore) Renew(_ context.Context, l store.Lease, ttl time.Duration) (sto
 	l.Expires = time.Now().Add(ttl)
 	return l, nil
 }
-func (nullStore) Release(context.Context, store.Lease) error                             { return nil }
+func (nullStore) Release(context.Context, store.Lease) error { return nil }
+func (nullStore) Claim(context.Context, store.LeaseRequest) (store.Lease, error) {
+	return store.Lease{}, store.ErrNotFound
+}
 func (nullStore) Checkpoint(context.Context, store.Lease, store.Checkpoint) error        { return nil }
 func (nullStore) SetStatus(context.Context, store.Lease, store.StatusChange) error       { return nil }
 func (nullStore) ChangeAgent(context.Context, store.Lease, []byte) error                 { return nil }

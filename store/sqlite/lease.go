@@ -105,3 +105,35 @@ func lostOrMissing(ctx context.Context, q querier, l store.Lease) error {
 }
 
 func fromNs(ns int64) time.Time { return time.Unix(0, ns).UTC() }
+
+// Claim takes the lease of one runnable run (see store.Runs).
+func (s *SQLite) Claim(ctx context.Context, req store.LeaseRequest) (store.Lease, error) {
+	if err := req.Check(); err != nil {
+		return store.Lease{}, fmt.Errorf("claim a run: %w", err)
+	}
+	var out store.Lease
+	err := s.write(ctx, "claim a run", func(tx *wtx) error {
+		now := s.now()
+		ns := now.UnixNano()
+		var id string
+		var token int64
+		err := tx.QueryRowContext(ctx, `SELECT id, lease_token FROM runs
+			WHERE (status = 'running' AND (lease_owner = '' OR lease_expires_ns <= ?1))
+			   OR (status = 'stalled' AND retry_ns <= ?1 AND (lease_owner = '' OR lease_expires_ns <= ?1))
+			ORDER BY created_ns, id LIMIT 1`, ns).Scan(&id, &token)
+		if errors.Is(err, sql.ErrNoRows) {
+			return store.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		out = store.Lease{RunID: id, Owner: req.Owner, Token: token + 1, Expires: now.Add(req.TTL).UTC()}
+		_, err = tx.ExecContext(ctx, `UPDATE runs SET lease_owner = ?, lease_token = ?, lease_expires_ns = ? WHERE id = ?`,
+			out.Owner, out.Token, out.Expires.UnixNano(), id)
+		return err
+	})
+	if err == nil {
+		s.cache.ForgetTail(out.RunID)
+	}
+	return out, err
+}

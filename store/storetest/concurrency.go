@@ -143,3 +143,104 @@ func testWriteSize(t *testing.T, h Harness) {
 	}
 	t.Logf("bytes per step: %.0f at step 0, %.0f at step 10,000; %.0f with one tool, %.0f with 16", early, late, one, sixteen)
 }
+
+// testClaim: a worker claims the oldest runnable run: running with no live
+// lease (new, or its driver's lease expired) or stalled with its retry time
+// come; never a held, paused, interrupted, waiting or ended one. Workers
+// racing, each on its own store, claim every runnable run exactly once.
+func testClaim(t *testing.T, h Harness) {
+	ctx := context.Background()
+	clock := NewClock()
+	s := open(t, h, clock.Now)
+	req := store.LeaseRequest{Owner: "worker/1/w", TTL: time.Minute}
+	if _, err := s.Claim(ctx, req); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a claim with nothing runnable: %v", err)
+	}
+	mk := func(id string, held bool) (store.Lease, *synth) {
+		clock.Add(time.Second)
+		owner := ""
+		if held {
+			owner = "t/1/" + id
+		}
+		l, err := s.CreateRun(ctx, store.NewRun{ID: id, Agent: "agent", Initial: initial(id), Owner: owner, LeaseTTL: time.Minute})
+		must(t, err)
+		return l, newSynth(id, nil)
+	}
+	mk("new", false)
+	mk("held", true)
+	l, g := mk("paused", true)
+	must(t, s.Checkpoint(ctx, l, g.pause()))
+	must(t, s.Release(ctx, l))
+	l, _ = mk("interrupted", true)
+	must(t, s.SetStatus(ctx, l, store.StatusChange{Status: store.StatusInterrupted}))
+	must(t, s.Release(ctx, l))
+	l, _ = mk("stalled-later", true)
+	must(t, s.SetStatus(ctx, l, store.StatusChange{Status: store.StatusStalled, RetryAt: clock.Now().Add(time.Hour)}))
+	must(t, s.Release(ctx, l))
+	l, _ = mk("stalled-now", true)
+	must(t, s.SetStatus(ctx, l, store.StatusChange{Status: store.StatusStalled, RetryAt: clock.Now()}))
+	must(t, s.Release(ctx, l))
+	l, g = mk("done", true)
+	must(t, s.Checkpoint(ctx, l, g.ending("complete")))
+	must(t, s.Release(ctx, l))
+	mk("expired", true) // its driver's lease expires below
+	var got []string
+	clock.Add(2 * time.Minute) // "held" and "expired" lapse; "stalled-now" is due
+	for {
+		l, err := s.Claim(ctx, req)
+		if errors.Is(err, store.ErrNotFound) {
+			break
+		}
+		must(t, err)
+		if l.Owner != req.Owner || l.Token < 1 {
+			t.Fatalf("claimed lease %+v", l)
+		}
+		got = append(got, l.RunID)
+		if len(got) > 10 {
+			t.Fatalf("claims never end: %v", got)
+		}
+	}
+	if fmt.Sprint(got) != "[new held stalled-now expired]" {
+		t.Fatalf("claimed %v", got)
+	}
+	// A claimed run is held: its new holder writes, another claim skips it.
+	if ri, _ := s.Run(ctx, "new"); ri.Lease.Owner != req.Owner {
+		t.Fatalf("the claimed run's lease: %+v", ri.Lease)
+	}
+
+	// Racing workers.
+	const runs, workers = 40, 6
+	for i := range runs {
+		mk(fmt.Sprintf("race-%02d", i), false)
+	}
+	stores := []store.Store{s}
+	for range workers - 1 {
+		stores = append(stores, reopen(t, h, s, clock.Now))
+	}
+	var mu sync.Mutex
+	seen := map[string]int{}
+	var wg sync.WaitGroup
+	for i, st := range stores {
+		wg.Go(func() {
+			for {
+				l, err := st.Claim(ctx, store.LeaseRequest{Owner: fmt.Sprintf("worker/%d/w", i), TTL: time.Hour})
+				if errors.Is(err, store.ErrNotFound) {
+					return
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				seen[l.RunID]++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	for i := range runs {
+		if id := fmt.Sprintf("race-%02d", i); seen[id] != 1 {
+			t.Fatalf("%s claimed %d times", id, seen[id])
+		}
+	}
+}

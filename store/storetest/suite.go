@@ -55,6 +55,7 @@ func Run(t *testing.T, h Harness) {
 		{"Corruption", testCorruption},
 		{"ConcurrentRuns", testConcurrentRuns},
 		{"RacingAcquirers", testRacingAcquirers},
+		{"Claim", testClaim},
 		{"WriteSize", testWriteSize},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, h) })

@@ -1,0 +1,225 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stepwise-agent/stepwise/core"
+	"github.com/stepwise-agent/stepwise/store"
+	"github.com/stepwise-agent/stepwise/store/internal/codec"
+)
+
+// CreateRun stores a new run (see store.Runs): the run's row and its step 0
+// in one transaction.
+func (s *Postgres) CreateRun(ctx context.Context, r store.NewRun) (store.Lease, error) {
+	if r.ID == "" {
+		return store.Lease{}, errors.New("create run: empty id")
+	}
+	if r.Owner != "" {
+		if err := (store.LeaseRequest{Owner: r.Owner, TTL: r.LeaseTTL}).Check(); err != nil {
+			return store.Lease{}, fmt.Errorf("create run %s: %w", r.ID, err)
+		}
+	}
+	clock := s.now()
+	now := clock.UnixNano()
+	step, err := codec.Initial(r.Initial, now)
+	if err != nil {
+		return store.Lease{}, fmt.Errorf("create run %s: %w", r.ID, err)
+	}
+	var lease store.Lease
+	if r.Owner != "" {
+		lease = store.Lease{RunID: r.ID, Owner: r.Owner, Token: 1, Expires: clock.Add(r.LeaseTTL).UTC()}
+	}
+	var rk int64
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if r.ParentID != "" {
+			// Steps are never removed: the parent's step, once seen,
+			// stays.
+			var last *int64
+			err := tx.QueryRow(ctx, `SELECT (SELECT max(seq) FROM steps WHERE rk = r.rk) FROM runs r WHERE r.id = $1`, r.ParentID).Scan(&last)
+			if errors.Is(err, pgx.ErrNoRows) || err == nil && last == nil {
+				return fmt.Errorf("parent run %s: %w", r.ParentID, store.ErrNotFound)
+			}
+			if err != nil {
+				return err
+			}
+			if r.ParentStep < 0 || int64(r.ParentStep) > *last {
+				return fmt.Errorf("parent run %s step %d: %w", r.ParentID, r.ParentStep, store.ErrNotFound)
+			}
+		}
+		rec := codec.RunRow{
+			ID: r.ID, Agent: r.Agent, ConfigHash: r.ConfigHash, Config: r.Config, Input: r.Input,
+			Status: store.StatusRunning, Created: now, Updated: now, ParentID: r.ParentID, ParentStep: r.ParentStep,
+			Lease: lease,
+		}
+		var err error
+		if rk, err = insertRun(ctx, tx, rec); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, insertStepSQL, stepArgs(&step, rk)...)
+		return err
+	})
+	if err != nil {
+		return store.Lease{}, fmt.Errorf("create run %s: %w", r.ID, err)
+	}
+	s.cache.SetOpenSegment(rk, (*codec.OpenSegment)(nil).Extend(&step, 0))
+	return lease, nil
+}
+
+// insertRun inserts a run (its steps follow) and returns its key.
+func insertRun(ctx context.Context, tx pgx.Tx, r codec.RunRow) (int64, error) {
+	var expires int64
+	if r.Lease.Owner != "" {
+		expires = r.Lease.Expires.UnixNano()
+	}
+	var rk int64
+	err := tx.QueryRow(ctx, `INSERT INTO runs (id, agent, config_hash, config, input, status, created_ns, updated_ns,
+		answer, fail_code, reason, parent_id, parent_step, lease_owner, lease_token, lease_expires_ns)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) RETURNING rk`,
+		r.ID, r.Agent, r.ConfigHash, nonNil(r.Config), []byte(r.Input), string(r.Status), r.Created, r.Updated,
+		[]byte(r.Answer), string(r.FailCode), []byte(r.Reason), r.ParentID, int64(r.ParentStep),
+		r.Lease.Owner, r.Lease.Token, expires).Scan(&rk)
+	if uniqueViolation(err, "runs_id_key") {
+		return 0, fmt.Errorf("run %s: %w", r.ID, store.ErrExists)
+	}
+	return rk, err
+}
+
+// lastStepJoin joins the run r's last step as s (none for a run without
+// steps, which only a corrupt database holds).
+const lastStepJoin = ` JOIN LATERAL (SELECT seq, created_ns FROM steps WHERE rk = r.rk ORDER BY seq DESC LIMIT 1) s ON true`
+
+// runSelect reads RunInfo columns; the last step gives LastSeq and, when it
+// is later than the run's own update, Updated.
+const runSelect = `SELECT r.id, r.agent, r.config_hash,
+	coalesce((SELECT a.config FROM agent_changes a WHERE a.rk = r.rk ORDER BY a.ord DESC LIMIT 1), r.config),
+	r.input, r.status, r.created_ns, greatest(r.updated_ns, s.created_ns),
+	r.answer, r.fail_code, r.reason, r.parent_id, r.parent_step, s.seq,
+	r.retry_ns, r.lease_owner, r.lease_token, r.lease_expires_ns, r.config
+	FROM runs r` + lastStepJoin
+
+func scanRun(sc interface{ Scan(...any) error }) (store.RunInfo, error) {
+	var ri store.RunInfo
+	var status, failCode string
+	var input, answer, reason []byte
+	var created, updated, retry, expires, parentStep, lastSeq int64
+	err := sc.Scan(&ri.ID, &ri.Agent, &ri.ConfigHash, &ri.Config, &input, &status, &created, &updated,
+		&answer, &failCode, &reason, &ri.ParentID, &parentStep, &lastSeq,
+		&retry, &ri.Lease.Owner, &ri.Lease.Token, &expires, &ri.StartConfig)
+	if err != nil {
+		return store.RunInfo{}, err
+	}
+	ri.Config, ri.StartConfig = nonNil(ri.Config), nonNil(ri.StartConfig)
+	ri.Input, ri.Answer, ri.Reason = string(input), string(answer), string(reason)
+	ri.Status, ri.FailCode = store.Status(status), core.FailCode(failCode)
+	ri.Created, ri.Updated = fromNs(created), fromNs(updated)
+	ri.ParentStep, ri.LastSeq = int(parentStep), int(lastSeq)
+	ri.Steps = ri.LastSeq + 1
+	ri.Lease.RunID = ri.ID
+	if ri.Lease.Owner != "" {
+		ri.Lease.Expires = fromNs(expires)
+	}
+	if retry != 0 {
+		ri.RetryAt = fromNs(retry)
+	}
+	return ri, nil
+}
+
+// Run returns the run's description, or ErrNotFound.
+func (s *Postgres) Run(ctx context.Context, runID string) (store.RunInfo, error) {
+	ri, err := scanRun(s.pool.QueryRow(ctx, runSelect+` WHERE r.id = $1`, runID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.RunInfo{}, fmt.Errorf("run %s: %w", runID, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.RunInfo{}, fmt.Errorf("run %s: %w", runID, err)
+	}
+	return ri, nil
+}
+
+// ListRuns returns the runs f selects, newest first (by creation time, then
+// by id).
+func (s *Postgres) ListRuns(ctx context.Context, f store.Filter) ([]store.RunInfo, error) {
+	var where []string
+	var args []any
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	statuses := f.Statuses
+	if f.Status != "" {
+		statuses = append(statuses[:len(statuses):len(statuses)], f.Status)
+	}
+	if len(statuses) > 0 {
+		list := make([]string, len(statuses))
+		for i, st := range statuses {
+			list[i] = string(st)
+		}
+		where = append(where, "r.status = ANY ("+arg(list)+"::text[])")
+	}
+	if f.Agent != "" {
+		where = append(where, "r.agent = "+arg(f.Agent))
+	}
+	if c := f.Before; c != nil {
+		ns, id := arg(c.Created.UnixNano()), arg(c.ID)
+		where = append(where, "(r.created_ns < "+ns+" OR (r.created_ns = "+ns+" AND r.id > "+id+"))")
+	}
+	q := runSelect
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	q += ` ORDER BY r.created_ns DESC, r.id`
+	if f.Limit > 0 {
+		q += ` LIMIT ` + arg(int64(f.Limit))
+	}
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	defer rows.Close()
+	var out []store.RunInfo
+	for rows.Next() {
+		ri, err := scanRun(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list runs: %w", err)
+		}
+		out = append(out, ri)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	return out, nil
+}
+
+// SetStatus sets a run's status outside a checkpoint (see store.Runs): one
+// statement, conditional on the lease and on the run not having ended.
+func (s *Postgres) SetStatus(ctx context.Context, l store.Lease, ch store.StatusChange) error {
+	runID := l.RunID
+	s.cache.ForgetTail(runID)
+	defer s.cache.ForgetTail(runID)
+	if !ch.Status.Valid() {
+		return fmt.Errorf("run %s: set status: unknown status %q", runID, ch.Status)
+	}
+	var retry int64
+	if ch.Status == store.StatusStalled && !ch.RetryAt.IsZero() {
+		retry = ch.RetryAt.UnixNano()
+	}
+	what := fmt.Sprintf("run %s: set status %s", runID, ch.Status)
+	if l.Owner == "" {
+		return fmt.Errorf("%s: %w", what, explainFence(ctx, s.pool, l, false))
+	}
+	ct, err := s.pool.Exec(ctx, `UPDATE runs SET status = $1, reason = $2, updated_ns = $3, retry_ns = $4
+		WHERE id = $5 AND lease_owner = $6 AND lease_token = $7 AND status NOT IN ('completed', 'failed', 'cancelled')`,
+		string(ch.Status), []byte(ch.Reason), s.now().UnixNano(), retry, runID, l.Owner, l.Token)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if ct.RowsAffected() == 0 {
+		return fmt.Errorf("%s: %w", what, explainFence(ctx, s.pool, l, true))
+	}
+	return nil
+}
