@@ -90,6 +90,9 @@ type Runs interface {
 	// Steps calls fn with every step of the run in order, from one
 	// snapshot; it stops at the first error fn returns and returns it.
 	Steps(ctx context.Context, runID string, fn func(StepRecord) error) error
+	// StepsFrom is Steps from step from on (none when from is past the
+	// last step), reading only what those steps need.
+	StepsFrom(ctx context.Context, runID string, from int, fn func(StepRecord) error) error
 	// ListRuns returns the runs f selects, newest first (by creation time,
 	// then by id).
 	ListRuns(ctx context.Context, f Filter) ([]RunInfo, error)

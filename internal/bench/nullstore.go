@@ -47,9 +47,12 @@ func (nullStore) LoadStep(context.Context, string, int) (store.StepRecord, error
 	return store.StepRecord{}, errNull
 }
 func (nullStore) Steps(context.Context, string, func(store.StepRecord) error) error { return errNull }
-func (nullStore) ListRuns(context.Context, store.Filter) ([]store.RunInfo, error)   { return nil, nil }
-func (nullStore) Export(context.Context, string, io.Writer) error                   { return errNull }
-func (nullStore) Import(context.Context, io.Reader) (string, error)                 { return "", errNull }
+func (nullStore) StepsFrom(context.Context, string, int, func(store.StepRecord) error) error {
+	return errNull
+}
+func (nullStore) ListRuns(context.Context, store.Filter) ([]store.RunInfo, error) { return nil, nil }
+func (nullStore) Export(context.Context, string, io.Writer) error                 { return errNull }
+func (nullStore) Import(context.Context, io.Reader) (string, error)               { return "", errNull }
 func (nullStore) MemorySearch(context.Context, string, string, int) ([]core.MemoryHit, error) {
 	return nil, nil
 }

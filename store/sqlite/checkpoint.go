@@ -100,8 +100,15 @@ func (s *SQLite) appendStep(ctx context.Context, tx *wtx, l store.Lease, cp stor
 	runID := l.RunID
 	t, ok := s.cache.Tail(runID)
 	if !ok || t.Seq != cp.Seq-1 {
-		if t, err = s.lastStep(ctx, tx, runID); err != nil {
+		var owner string
+		var token int64
+		if t, owner, token, err = s.lastStep(ctx, tx, runID); err != nil {
 			return after, nil, err
+		}
+		// The lease first: a driver that lost the run learns that, not
+		// that its step is out of order.
+		if owner != l.Owner || token != l.Token || l.Owner == "" {
+			return after, nil, store.LeaseLost(l, owner, token)
 		}
 	}
 	if t.Status.Ended() {
@@ -154,38 +161,39 @@ func (s *SQLite) appendStep(ctx context.Context, tx *wtx, l store.Lease, cp stor
 // lastStepSQL reads a run's key, status and last step. Scalar subqueries
 // rather than a join: through go-sqlite3 this form runs several times faster
 // (BenchmarkAppendStep).
-const lastStepSQL = `SELECT (SELECT rk FROM runs WHERE id = ?1), (SELECT status FROM runs WHERE id = ?1), ` + stepColumns + `
+const lastStepSQL = `SELECT (SELECT rk FROM runs WHERE id = ?1), (SELECT status FROM runs WHERE id = ?1),
+	(SELECT lease_owner FROM runs WHERE id = ?1), (SELECT lease_token FROM runs WHERE id = ?1), ` + stepColumns + `
 	FROM steps s WHERE s.id = (SELECT max(id) FROM steps
 		WHERE id BETWEEN (SELECT rk FROM runs WHERE id = ?1) << 32 AND ((SELECT rk FROM runs WHERE id = ?1) << 32) + 4294967295)`
 
 // lastStep reads and verifies the run's last step inside tx, without
 // copying its body (read in place to check the checksum), and returns the
-// run's tail.
-func (s *SQLite) lastStep(ctx context.Context, tx dbtx, runID string) (t codec.Tail, err error) {
+// run's tail and its lease's holder and token.
+func (s *SQLite) lastStep(ctx context.Context, tx dbtx, runID string) (t codec.Tail, owner string, token int64, err error) {
 	rows, err := tx.QueryContext(ctx, lastStepSQL, runID)
 	if err != nil {
-		return t, err
+		return t, "", 0, err
 	}
 	defer rows.Close()
 	if !rows.Next() {
 		if err := rows.Err(); err != nil {
-			return t, err
+			return t, "", 0, err
 		}
-		return t, s.missing(ctx, tx, runID)
+		return t, "", 0, s.missing(ctx, tx, runID)
 	}
 	var rk sql.NullInt64
 	var status string
 	var body sql.RawBytes
 	var seq, count int64
 	var last codec.Row
-	if err := rows.Scan(&rk, &status, &seq, &last.Created, &count, &last.MsgSum, &body, &last.Sum); err != nil {
-		return t, err
+	if err := rows.Scan(&rk, &status, &owner, &token, &seq, &last.Created, &count, &last.MsgSum, &body, &last.Sum); err != nil {
+		return t, "", 0, err
 	}
 	last.Seq, last.MsgCount, last.Body = int(seq), int(count), body
 	if err := last.Verify(runID, rk.Int64); err != nil {
-		return t, err
+		return t, "", 0, err
 	}
-	return last.Tail(rk.Int64, store.Status(status)), nil
+	return last.Tail(rk.Int64, store.Status(status)), owner, token, nil
 }
 
 // missing explains why a run has no last step: it does not exist, or (a

@@ -79,7 +79,46 @@ func (s *SQLite) resolver(ctx context.Context, q querier) codec.Resolver {
 // reassembling each state from the previous one. It stops at the first
 // error fn returns and returns that error as is.
 func (s *SQLite) Steps(ctx context.Context, runID string, fn func(store.StepRecord) error) error {
-	return s.steps(ctx, runID, false, func(rec store.StepRecord, _ *codec.Row, _ [][]byte) error { return fn(rec) })
+	return s.StepsFrom(ctx, runID, 0, fn)
+}
+
+// StepsFrom is Steps from step from on (see store.Runs).
+func (s *SQLite) StepsFrom(ctx context.Context, runID string, from int, fn func(store.StepRecord) error) error {
+	if from < 0 {
+		from = 0
+	}
+	tx, err := s.r.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("run %s: steps: %w", runID, err)
+	}
+	defer rollback(tx)
+	var rk int64
+	err = tx.QueryRowContext(ctx, `SELECT rk FROM runs WHERE id = ?`, runID).Scan(&rk)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("run %s: %w", runID, store.ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("run %s: steps: %w", runID, err)
+	}
+	var log []core.Message
+	if from > 0 {
+		// The log as the step before from left it.
+		var row codec.Row
+		err := scanStep(tx.QueryRowContext(ctx, `SELECT `+stepColumns+` FROM steps s WHERE s.id = ?`, rowKey(rk, from-1)), &row)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil // past the last step
+		}
+		if err != nil {
+			return fmt.Errorf("run %s: steps: %w", runID, err)
+		}
+		if err := row.OpenVerified(runID, rk); err != nil {
+			return err
+		}
+		if log, err = loadLog(ctx, tx, runID, rk, &row); err != nil {
+			return err
+		}
+	}
+	return s.iterateFrom(ctx, tx, runID, rk, from, log, false, func(rec store.StepRecord, _ *codec.Row, _ [][]byte) error { return fn(rec) })
 }
 
 // steps iterates the run's steps from one snapshot; with raw, fn also gets
@@ -103,18 +142,23 @@ func (s *SQLite) steps(ctx context.Context, runID string, raw bool, fn func(stor
 
 // iterateSteps calls fn with each step of run rk, in order, within tx.
 func (s *SQLite) iterateSteps(ctx context.Context, tx *sql.Tx, runID string, rk int64, raw bool, fn func(store.StepRecord, *codec.Row, [][]byte) error) error {
-	rows, err := tx.QueryContext(ctx, `SELECT `+stepColumns+` FROM steps s WHERE s.id BETWEEN ? AND ? ORDER BY s.id`, rowKey(rk, 0), rowKey(rk, maxSeq))
+	return s.iterateFrom(ctx, tx, runID, rk, 0, nil, raw, fn)
+}
+
+// iterateFrom calls fn with each step of run rk from step from on, in
+// order, within tx; log is the message log as step from-1 left it.
+func (s *SQLite) iterateFrom(ctx context.Context, tx *sql.Tx, runID string, rk int64, from int, log []core.Message, raw bool, fn func(store.StepRecord, *codec.Row, [][]byte) error) error {
+	rows, err := tx.QueryContext(ctx, `SELECT `+stepColumns+` FROM steps s WHERE s.id BETWEEN ? AND ? ORDER BY s.id`, rowKey(rk, from), rowKey(rk, maxSeq))
 	if err != nil {
 		return fmt.Errorf("run %s: steps: %w", runID, err)
 	}
 	defer rows.Close()
-	var log []core.Message
 	var rawMsgs *[][]byte
 	if raw {
 		rawMsgs = new([][]byte)
 	}
 	resolve := s.resolver(ctx, tx)
-	want := 0
+	want := from
 	for ; rows.Next(); want++ {
 		var row codec.Row
 		if err := scanStep(rows, &row); err != nil {

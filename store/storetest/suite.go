@@ -44,6 +44,7 @@ func Run(t *testing.T, h Harness) {
 	}{
 		{"Checkpoints", testCheckpoints},
 		{"CheckpointRefusals", testCheckpointRefusals},
+		{"StepsFrom", testStepsFrom},
 		{"StatusTransitions", testStatusTransitions},
 		{"Leases", testLeases},
 		{"Fencing", testFencing},
@@ -284,4 +285,36 @@ func badState(cp store.Checkpoint) core.Action {
 	st.Pending = &core.Pending{Kind: core.PendingModel, Role: core.Primary}
 	st.Phase, st.Turn = core.PhaseModel, nil
 	return core.RequestModelCall{Role: core.Primary, State: st}
+}
+
+// testStepsFrom: StepsFrom gives the steps from a seq on, each as Steps
+// gives it, across segments; nothing past the last step.
+func testStepsFrom(t *testing.T, h Harness) {
+	ctx := context.Background()
+	s := open(t, h, nil)
+	l, g := create(t, s, "r", tools(1))
+	for range 140 {
+		must(t, s.Checkpoint(ctx, l, g.next()))
+	}
+	var all []string
+	must(t, s.Steps(ctx, "r", func(rec store.StepRecord) error {
+		all = append(all, encoded(t, rec.Action, rec.State, rec.Result))
+		return nil
+	}))
+	for _, from := range []int{0, 1, 63, 64, 65, 100, 140, 141, 500} {
+		next := from
+		must(t, s.StepsFrom(ctx, "r", from, func(rec store.StepRecord) error {
+			if rec.Seq != next || encoded(t, rec.Action, rec.State, rec.Result) != all[next] {
+				return fmt.Errorf("from %d: step %d differs", from, rec.Seq)
+			}
+			next++
+			return nil
+		}))
+		if want := max(from, len(all)); next != want {
+			t.Fatalf("from %d: ended at %d, want %d", from, next, want)
+		}
+	}
+	if err := s.StepsFrom(ctx, "nope", 3, func(store.StepRecord) error { return nil }); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("steps of an unknown run: %v", err)
+	}
 }

@@ -1,0 +1,167 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stepwise-agent/stepwise/store"
+)
+
+// Acquire takes the run's lease (see store.Runs). It reads the lease with
+// the run's row locked (FOR UPDATE), decides with req.Takes on the store's
+// clock, and writes the new holder and token in the same transaction; a
+// fenced step insert (FOR SHARE) waits for it or it waits for the insert,
+// so nothing is written by the old holder once the new one holds the run.
+func (s *Postgres) Acquire(ctx context.Context, runID string, req store.LeaseRequest) (store.Lease, error) {
+	if err := req.Check(); err != nil {
+		return store.Lease{}, fmt.Errorf("run %s: acquire lease: %w", runID, err)
+	}
+	// A new holder reads the run's last step back rather than trusting
+	// what this store remembers of it.
+	s.cache.ForgetTail(runID)
+	var out store.Lease
+	err := s.inTx(ctx, pgx.TxOptions{}, func(b *pgx.Batch) {
+		b.Queue(`SELECT lease_owner, lease_token, lease_expires_ns FROM runs WHERE id = $1 FOR UPDATE`, runID)
+	}, func(br pgx.BatchResults, tx pgx.Tx) error {
+		var cur store.Lease
+		var expires int64
+		err := br.QueryRow().Scan(&cur.Owner, &cur.Token, &expires)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return store.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		if err := br.Close(); err != nil {
+			return err
+		}
+		cur.RunID, cur.Expires = runID, fromNs(expires)
+		now := s.now()
+		if !req.Takes(cur, now) {
+			return &store.BusyError{Holder: cur}
+		}
+		out = store.Lease{RunID: runID, Owner: req.Owner, Token: cur.Token + 1, Expires: now.Add(req.TTL).UTC()}
+		_, err = tx.Exec(ctx, `UPDATE runs SET lease_owner = $1, lease_token = $2, lease_expires_ns = $3 WHERE id = $4`,
+			out.Owner, out.Token, out.Expires.UnixNano(), runID)
+		return err
+	})
+	if err != nil {
+		return store.Lease{}, fmt.Errorf("run %s: acquire lease: %w", runID, err)
+	}
+	return out, nil
+}
+
+// Renew extends a held lease (see store.Runs): one statement, conditional
+// on the lease.
+func (s *Postgres) Renew(ctx context.Context, l store.Lease, ttl time.Duration) (store.Lease, error) {
+	if ttl <= 0 {
+		return l, fmt.Errorf("run %s: renew lease: TTL %v", l.RunID, ttl)
+	}
+	expires := s.now().Add(ttl).UTC()
+	err := s.leaseUpdate(ctx, l, `UPDATE runs SET lease_expires_ns = $1 WHERE id = $2 AND lease_owner = $3 AND lease_token = $4`,
+		expires.UnixNano(), l.RunID, l.Owner, l.Token)
+	if err != nil {
+		return l, fmt.Errorf("run %s: renew lease: %w", l.RunID, err)
+	}
+	l.Expires = expires
+	return l, nil
+}
+
+// Release gives the lease up (see store.Runs): one statement, conditional
+// on the lease.
+func (s *Postgres) Release(ctx context.Context, l store.Lease) error {
+	err := s.leaseUpdate(ctx, l, `UPDATE runs SET lease_owner = '', lease_expires_ns = 0 WHERE id = $1 AND lease_owner = $2 AND lease_token = $3`,
+		l.RunID, l.Owner, l.Token)
+	if err != nil {
+		return fmt.Errorf("run %s: release lease: %w", l.RunID, err)
+	}
+	return nil
+}
+
+// leaseUpdate runs an update of the run's row conditional on l, and
+// explains an update that changed nothing.
+func (s *Postgres) leaseUpdate(ctx context.Context, l store.Lease, sql string, args ...any) error {
+	if l.Owner == "" {
+		return explainFence(ctx, s.pool, l, false)
+	}
+	ct, err := s.pool.Exec(ctx, sql, args...)
+	if err != nil {
+		return err
+	}
+	if ct.RowsAffected() == 0 {
+		return explainFence(ctx, s.pool, l, false)
+	}
+	return nil
+}
+
+// querier runs queries: the pool, a transaction.
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// explainFence explains why a write conditional on l (and, with ended, on
+// the run not having ended) changed nothing: the run does not exist, l is
+// not its lease (store.LeaseLost), or it has ended.
+func explainFence(ctx context.Context, q querier, l store.Lease, ended bool) error {
+	var owner, status string
+	var token int64
+	err := q.QueryRow(ctx, `SELECT lease_owner, lease_token, status FROM runs WHERE id = $1`, l.RunID).Scan(&owner, &token, &status)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("run %s: %w", l.RunID, store.ErrNotFound)
+	}
+	if err != nil {
+		return err
+	}
+	if l.Owner == "" || owner != l.Owner || token != l.Token {
+		return store.LeaseLost(l, owner, token)
+	}
+	if st := store.Status(status); ended && st.Ended() {
+		return fmt.Errorf("%w (%s)", store.ErrEnded, st)
+	}
+	return errors.New("the run changed while it was written; try again")
+}
+
+// lostOrMissing explains why a fenced insert (conditional on the token
+// only, as the step insert is) wrote nothing: the run is gone, or its lease
+// is not l.
+func lostOrMissing(ctx context.Context, q querier, l store.Lease) error {
+	var owner string
+	var token int64
+	err := q.QueryRow(ctx, `SELECT lease_owner, lease_token FROM runs WHERE id = $1`, l.RunID).Scan(&owner, &token)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("run %s: %w", l.RunID, store.ErrNotFound)
+	}
+	if err != nil {
+		return err
+	}
+	return store.LeaseLost(l, owner, token)
+}
+
+// inTx runs a transaction whose first statements are sent with its BEGIN in
+// one round trip: queue adds them to the batch, then fn reads their results
+// (br, which it must close) and runs the rest on tx. The transaction
+// commits when fn returns nil and rolls back otherwise.
+func (s *Postgres) inTx(ctx context.Context, opts pgx.TxOptions, queue func(*pgx.Batch), fn func(br pgx.BatchResults, tx pgx.Tx) error) error {
+	b := &pgx.Batch{}
+	b.BeginTx(opts)
+	queue(b)
+	br := s.pool.SendBatch(ctx, b)
+	tx := br.Tx()
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if _, err := br.Exec(); err != nil { // BEGIN
+		br.Close()
+		return err
+	}
+	err := fn(br, tx)
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}
