@@ -43,6 +43,12 @@ func (r *Runner) drive(ctx, hctx context.Context, ag *Agent, cur *cursor, h *hol
 			cur.seq, cur.result = cp.Seq, nil
 		}
 		cur.st = a.Next()
+		if cur.handOff {
+			switch a.(type) {
+			case core.RequestModelCall, core.RequestToolCalls, core.RequestMemorySearch, core.RequestMemoryCreate, core.RequestMemoryTraverse:
+				return r.outcome(cur, store.StatusRunning), nil
+			}
+		}
 
 		var res core.Result
 		switch a := a.(type) {

@@ -227,6 +227,12 @@ func (r *Runner) resume(ctx context.Context, ag *Agent, runID string, ans *Answe
 // reply); without, the request is performed again, live. The fork records
 // ag.Source as its agent (fork --agent).
 func (r *Runner) Fork(ctx context.Context, ag *Agent, runID string, seq int, res core.Result) (Outcome, error) {
+	return r.fork(ctx, ag, runID, seq, res, false)
+}
+
+// fork is Fork; with handOff, the new run is left runnable after its first
+// checkpoint instead of being driven.
+func (r *Runner) fork(ctx context.Context, ag *Agent, runID string, seq int, res core.Result, handOff bool) (Outcome, error) {
 	if err := r.check(ag); err != nil {
 		return Outcome{}, err
 	}
@@ -241,7 +247,7 @@ func (r *Runner) Fork(ctx context.Context, ag *Agent, runID string, seq int, res
 	if rec.State.Done() {
 		return Outcome{}, fmt.Errorf("fork %s at step %d: %w there; fork at an earlier step", runID, seq, ErrRunEnded)
 	}
-	cur := &cursor{id: r.opts.NewID(), st: rec.State}
+	cur := &cursor{id: r.opts.NewID(), st: rec.State, handOff: handOff}
 	if res != nil {
 		res = NewRedactor(ag.Secrets).Result(core.Sanitize(res))
 		next, err := core.Resume(ag.Config, rec.State, res)
@@ -315,6 +321,9 @@ type cursor struct {
 	result core.Result
 	// inDoubt collects what became of in-doubt calls, for the Outcome.
 	inDoubt []InDoubtCall
+	// handOff stops the drive before it performs a request: the run is
+	// left runnable, its request durable, for a worker (see Answer).
+	handOff bool
 }
 
 // load reads the run's last checkpoint once this runner holds its lease,

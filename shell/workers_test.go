@@ -1,0 +1,118 @@
+package shell_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stepwise-agent/stepwise/core"
+	"github.com/stepwise-agent/stepwise/shell"
+	"github.com/stepwise-agent/stepwise/store"
+)
+
+// claimAndDrive is one worker's turn: claim a runnable run and drive it.
+func claimAndDrive(t *testing.T, db shell.Store, r *shell.Runner, ag *shell.Agent) shell.Outcome {
+	t.Helper()
+	l, err := db.Claim(context.Background(), store.LeaseRequest{Owner: shell.NewOwner(), TTL: time.Minute})
+	if err != nil {
+		t.Fatalf("claim: %v", err)
+	}
+	out, err := r.Drive(context.Background(), ag, l, time.Now())
+	if err != nil {
+		t.Fatalf("drive: %v", err)
+	}
+	return out
+}
+
+// TestWorkersDriveRunsRequestsPrepared: a run created for a worker is
+// runnable; answers to a pause are durable when Answer returns and leave
+// the run runnable; a stalled run is requeued at once; a fork is left
+// runnable; a worker's drive finishes each.
+func TestWorkersDriveRunsRequestsPrepared(t *testing.T) {
+	db := openStore(t)
+	ctx := context.Background()
+	ag := newAgent(t, scripted(t, `{"tool_calls":[{"id":"e1","name":"ask","arguments":{"x":"q"}}]}`, `{"text":"done"}`))
+	ag.Config.Tools = []core.Tool{external("ask")}
+	r := shell.NewRunner(db, nil)
+	id, err := r.Create(ctx, ag, "go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, _ := db.Run(ctx, id); info.Status != store.StatusRunning || info.Lease.Owner != "" || info.LastSeq != 0 {
+		t.Fatalf("created: %+v", info)
+	}
+	out := claimAndDrive(t, db, r, ag)
+	if out.RunID != id || out.Status != store.StatusAwaitingToolResults {
+		t.Fatalf("first drive: %+v", out)
+	}
+	if _, err := db.Claim(ctx, store.LeaseRequest{Owner: "w/1/x", TTL: time.Minute}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a paused run was claimable: %v", err)
+	}
+	out, err = r.Answer(ctx, ag, id, shell.Answers{Results: []core.ToolResult{{CallID: "e1", Output: "yes"}}})
+	if err != nil || out.Status != store.StatusRunning {
+		t.Fatalf("answer: %+v %v", out, err)
+	}
+	info, _ := db.Run(ctx, id)
+	rec, _ := db.LoadLatest(ctx, id)
+	if info.Lease.Owner != "" || info.Status != store.StatusRunning || rec.Result == nil {
+		t.Fatalf("after the answer: %+v, last step's result %v", info, rec.Result)
+	}
+	if out := claimAndDrive(t, db, r, ag); out.Status != store.StatusCompleted || out.Answer != "done" {
+		t.Fatalf("after the answer: %+v", out)
+	}
+	if _, err := r.Answer(ctx, ag, id, shell.Answers{Results: []core.ToolResult{{CallID: "e1", Output: "again"}}}); !errors.Is(err, shell.ErrAlreadyAnswered) {
+		t.Fatalf("answering again: %v", err)
+	}
+	// A fork left runnable.
+	f, err := r.ForkRunnable(ctx, ag, id, 2, core.ToolResults{Results: []core.ToolResult{{CallID: "e1", Output: "no"}}})
+	if err != nil || f.Status != store.StatusRunning || f.RunID == id {
+		t.Fatalf("fork: %+v %v", f, err)
+	}
+	if out := claimAndDrive(t, db, r, ag); out.RunID != f.RunID || out.Status != store.StatusCompleted {
+		t.Fatalf("the fork driven: %+v", out)
+	}
+}
+
+func TestRequeueAndCancel(t *testing.T) {
+	db := openStore(t)
+	ctx := context.Background()
+	down := modelFunc(func(context.Context, shell.ModelRequest) (core.ModelReply, error) {
+		return core.ModelReply{}, &shell.TransientError{Err: errors.New("503"), RetryAfter: time.Hour}
+	})
+	ag := newAgent(t, down)
+	r := shell.NewRunner(db, nil)
+	out, err := r.Start(ctx, ag, "go")
+	if err != nil || out.Status != store.StatusStalled {
+		t.Fatalf("%+v %v", out, err)
+	}
+	if _, err := db.Claim(ctx, store.LeaseRequest{Owner: "w/1/x", TTL: time.Minute}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a run stalled for an hour was claimable: %v", err)
+	}
+	if o, err := r.Requeue(ctx, ag, out.RunID); err != nil || o.Status != store.StatusRunning {
+		t.Fatalf("requeue: %+v %v", o, err)
+	}
+	ag.Models[core.Primary] = scripted(t, `{"text":"back"}`)
+	if o := claimAndDrive(t, db, r, ag); o.Status != store.StatusCompleted || o.Answer != "back" {
+		t.Fatalf("after the requeue: %+v", o)
+	}
+	// Cancel a paused run; an ended run cannot be cancelled.
+	ag = newAgent(t, scripted(t, `{"tool_calls":[{"id":"e1","name":"ask","arguments":{}}]}`))
+	ag.Config.Tools = []core.Tool{external("ask")}
+	out, _ = r.Start(ctx, ag, "go")
+	c, err := r.Cancel(ctx, ag, out.RunID, "the user gave up")
+	if err != nil || c.Status != store.StatusCancelled || c.Failure == nil || c.Failure.Code != core.FailCancelled {
+		t.Fatalf("cancel: %+v %v", c, err)
+	}
+	if info, _ := db.Run(ctx, out.RunID); info.Status != store.StatusCancelled || info.Lease.Owner != "" {
+		t.Fatalf("stored after cancel: %+v", info)
+	}
+	if _, err := r.Cancel(ctx, ag, out.RunID, ""); !errors.Is(err, shell.ErrNotCancellable) {
+		t.Fatalf("cancel an ended run: %v", err)
+	}
+	// A run created for a worker and cancelled before any worker saw it.
+	id, _ := r.Create(ctx, ag, "go")
+	if c, err := r.Cancel(ctx, ag, id, ""); err != nil || c.Status != store.StatusCancelled {
+		t.Fatalf("cancel a new run: %+v %v", c, err)
+	}
+}
