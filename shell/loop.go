@@ -43,6 +43,13 @@ func (r *Runner) drive(ctx, hctx context.Context, ag *Agent, cur *cursor, h *hol
 			cur.seq, cur.result = cp.Seq, nil
 		}
 		cur.st = a.Next()
+		if cur.stop != nil {
+			select {
+			case <-cur.stop:
+				cur.handOff = true
+			default:
+			}
+		}
 		if cur.handOff {
 			switch a.(type) {
 			case core.RequestModelCall, core.RequestToolCalls, core.RequestMemorySearch, core.RequestMemoryCreate, core.RequestMemoryTraverse:
@@ -100,6 +107,10 @@ func (r *Runner) drive(ctx, hctx context.Context, ag *Agent, cur *cursor, h *hol
 				return r.stall(durable, cur, h, x, stall)
 			}
 			if ctx.Err() != nil {
+				if errors.Is(context.Cause(ctx), ErrHandOff) {
+					// Not interrupted: left running for another worker.
+					return r.outcome(cur, store.StatusRunning), nil
+				}
 				return r.interrupt(durable, cur, h, context.Cause(ctx))
 			}
 			if runCtx.Err() != nil {

@@ -324,6 +324,8 @@ type cursor struct {
 	// handOff stops the drive before it performs a request: the run is
 	// left runnable, its request durable, for a worker (see Answer).
 	handOff bool
+	// stop, once closed, sets handOff (see Drive).
+	stop <-chan struct{}
 }
 
 // load reads the run's last checkpoint once this runner holds its lease,

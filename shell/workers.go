@@ -35,10 +35,17 @@ func (r *Runner) Create(ctx context.Context, ag *Agent, input string) (string, e
 	return id, nil
 }
 
+// ErrHandOff, as the cause of a drive's context (context.WithCancelCause),
+// stops the drive without marking the run interrupted: the run stays
+// running, its lease released, for another worker to claim (a server
+// shutting down). A call it cut short is in flight for the next driver.
+var ErrHandOff = errors.New("handed off to another worker")
+
 // Drive drives a run whose lease l the caller took at the time acquired
 // (store.Runs.Claim), from its last checkpoint, as Resume does, releasing
-// the lease when it returns.
-func (r *Runner) Drive(ctx context.Context, ag *Agent, l store.Lease, acquired time.Time) (Outcome, error) {
+// the lease when it returns. Once stop is closed it stops between steps,
+// before the next request, leaving the run runnable for another worker.
+func (r *Runner) Drive(ctx context.Context, ag *Agent, l store.Lease, acquired time.Time, stop <-chan struct{}) (Outcome, error) {
 	if err := r.check(ag); err != nil {
 		_ = r.store.Release(context.WithoutCancel(ctx), l)
 		return Outcome{}, err
@@ -49,6 +56,7 @@ func (r *Runner) Drive(ctx context.Context, ag *Agent, l store.Lease, acquired t
 	if err != nil {
 		return Outcome{}, r.lostOr(h, err)
 	}
+	cur.stop = stop
 	return r.drive(ctx, hctx, ag, cur, h)
 }
 

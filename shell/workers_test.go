@@ -18,7 +18,7 @@ func claimAndDrive(t *testing.T, db shell.Store, r *shell.Runner, ag *shell.Agen
 	if err != nil {
 		t.Fatalf("claim: %v", err)
 	}
-	out, err := r.Drive(context.Background(), ag, l, time.Now())
+	out, err := r.Drive(context.Background(), ag, l, time.Now(), nil)
 	if err != nil {
 		t.Fatalf("drive: %v", err)
 	}
@@ -114,5 +114,47 @@ func TestRequeueAndCancel(t *testing.T) {
 	id, _ := r.Create(ctx, ag, "go")
 	if c, err := r.Cancel(ctx, ag, id, ""); err != nil || c.Status != store.StatusCancelled {
 		t.Fatalf("cancel a new run: %+v %v", c, err)
+	}
+}
+
+// TestDriveHandsOff: a drive told to stop does so before its next request,
+// and one whose context ends with ErrHandOff leaves the run running and
+// free (a server shutting down), not interrupted.
+func TestDriveHandsOff(t *testing.T) {
+	db := openStore(t)
+	ctx := context.Background()
+	var calls int
+	started := make(chan struct{})
+	slow := fnTool{spec: core.Tool{Name: "slow", Idempotent: true}, run: func(tctx context.Context, c core.ToolCall) core.ToolResult {
+		calls++
+		close(started)
+		<-tctx.Done()
+		return core.ToolResult{Error: "cut short"}
+	}}
+	ag := newAgent(t, scripted(t, `{"tool_calls":[{"id":"s1","name":"slow"}]}`, `{"text":"done"}`), slow)
+	r := shell.NewRunner(db, nil)
+	id, _ := r.Create(ctx, ag, "go")
+	stop := make(chan struct{})
+	close(stop)
+	l, _ := db.Claim(ctx, store.LeaseRequest{Owner: "w/1/a", TTL: time.Minute})
+	out, err := r.Drive(ctx, ag, l, time.Now(), stop)
+	if err != nil || out.Status != store.StatusRunning || out.Steps != 1 {
+		t.Fatalf("stopped drive: %+v %v", out, err)
+	}
+	wctx, cancel := context.WithCancelCause(ctx)
+	go func() { <-started; cancel(shell.ErrHandOff) }()
+	l, _ = db.Claim(ctx, store.LeaseRequest{Owner: "w/1/b", TTL: time.Minute})
+	out, err = r.Drive(wctx, ag, l, time.Now(), nil)
+	if err != nil || out.Status != store.StatusRunning || calls != 1 {
+		t.Fatalf("handed-off drive: %+v %v (%d calls)", out, err, calls)
+	}
+	if info, _ := db.Run(ctx, id); info.Status != store.StatusRunning || info.Lease.Owner != "" {
+		t.Fatalf("after the hand-off: %+v", info)
+	}
+	started = make(chan struct{})
+	slow.run = func(context.Context, core.ToolCall) core.ToolResult { return core.ToolResult{Output: "quick"} }
+	ag.Tools["slow"] = slow
+	if out := claimAndDrive(t, db, r, ag); out.Status != store.StatusCompleted {
+		t.Fatalf("the next worker: %+v", out)
 	}
 }
