@@ -10,9 +10,14 @@ all: build
 build: bin/stepwise
 	$(GO) build ./...
 
-## test: vet, then every test with the race detector (fuzz corpora run as tests).
+## test: vet; the library without cgo (core, shell, the store contract, PostgreSQL);
+## whether a PostgreSQL server answers (a loud notice when not: those tests skip,
+## or fail with STEPWISE_REQUIRE_POSTGRES=1); then every test with the race
+## detector (fuzz corpora run as tests).
 test:
 	$(GO) vet ./...
+	CGO_ENABLED=0 $(GO) build ./core/... ./shell/... ./store ./store/postgres
+	$(GO) run ./internal/pgtest/pgcheck
 	$(GO) test -race ./...
 
 ## verify: formatting, vet, and go.mod/go.sum tidy.
@@ -34,7 +39,7 @@ bench-e2e: bin/stepwise
 
 ## fuzz: every fuzz target (parsers, decoders) for FUZZTIME each.
 fuzz:
-	@for p in ./core/ ./store/ ./shell/mcp/ ./shell/models/openai/ ./shell/models/script/; do \
+	@for p in ./core/ ./store/internal/codec/ ./shell/mcp/ ./shell/models/openai/ ./shell/models/script/ ./shell/tools/; do \
 		for t in $$($(GO) test -list '^Fuzz' $$p | grep '^Fuzz'); do \
 			echo "== $$p $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$p || exit 1; done; done
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"strconv"
 	"strings"
@@ -11,7 +12,7 @@ import (
 )
 
 func init() {
-	c := &command{name: "bench", args: "[--n 10,100,1000,10000] [--full 1000] [--tools N] [--cold] [--json]", summary: "measure the standard workload end to end",
+	c := &command{name: "bench", args: "[--n 10,100,1000,10000] [--full 1000] [--tools N] [--db postgres://...] [--cold] [--json]", summary: "measure the standard workload end to end",
 		help: `Runs the standard workload through the real runner and the real SQLite store (a
 file in a temp dir, WAL): an agent with one internal echo tool and a scripted model
 that calls it once per turn for N turns, then answers. For each N it prints per-turn
@@ -25,7 +26,15 @@ median over its own floor: two bare inserts of a step's bytes and two encodings 
 delta, the inserts timed at every model call of the run, interleaved with its turns
 (the turns' times leave them out). "x tight" is the same median over two such
 inserts timed in a loop of their own right after the row. A short warm-up run goes
-first (and sizes the interleaved inserts) unless --cold.`}
+first (and sizes the interleaved inserts) unless --cold.
+
+With --db postgres://... the workload runs on that PostgreSQL server instead, each
+size in a schema of its own (dropped after) on a store with one connection; the
+floor is a bare INSERT of a step's bytes in autocommit (the insert and its commit,
+one round trip) on that same connection, timed at every model call the same way.
+Bytes per step is then the growth of the store's tables and indexes once compacted
+(VACUUM FULL), and I/O bytes per step the write-ahead log the run generated.
+--full does not apply. The URL's role needs CREATE on the database.`}
 	c.run = func(e *env, args []string) int {
 		fs := e.flags(c)
 		ns := fs.String("n", "10,100,1000,10000", "run lengths in turns, comma-separated")
@@ -33,6 +42,7 @@ first (and sizes the interleaved inserts) unless --cold.`}
 		asJSON := fs.Bool("json", false, `print {"rows": [...], "floor": {...}}`)
 		dir := fs.String("dir", "", "where to put the databases (default: a temp dir, removed after)")
 		cold := fs.Bool("cold", false, "skip the warm-up run: the first size also pays for the process's start")
+		db := fs.String("db", "", "a postgres:// URL to run the workload on PostgreSQL (default: SQLite files in --dir)")
 		tools := fs.Int("tools", 1, "how many tools the agent has: echo, and more of a real agent's size (16 shows what a real agent stores)")
 		if _, code := e.parse(c, fs, args, 0, 0); code >= 0 {
 			return code
@@ -53,6 +63,17 @@ first (and sizes the interleaved inserts) unless --cold.`}
 		}
 		if opts.FullNs == nil {
 			opts.FullNs = []int{} // --full "": none
+		}
+		if *db != "" {
+			if !isPostgresURL(*db) {
+				fmt.Fprintf(e.stderr, "stepwise bench: --db: want a postgres:// URL (on SQLite the bench makes its own files, in --dir)\n")
+				return exitUsage
+			}
+			if flagSet(fs, "full") && len(opts.FullNs) > 0 {
+				fmt.Fprintf(e.stderr, "stepwise bench: --full applies to SQLite only\n")
+				return exitUsage
+			}
+			opts.DB, opts.FullNs = *db, []int{}
 		}
 		if !*asJSON {
 			opts.Progress = func(s string) { fmt.Fprintf(e.stderr, "measuring %s…\n", s) }
@@ -79,6 +100,10 @@ first (and sizes the interleaved inserts) unless --cold.`}
 		}
 		w.Flush()
 		fmt.Fprintln(e.stdout)
+		if f, ok := rep.Floor["postgres"]; ok {
+			fmt.Fprintf(e.stdout, "floor (postgres): insert of %d bytes in autocommit %.1f µs on the store's connection (%.1f µs as BEGIN, INSERT, COMMIT); CBOR encoding of a step's delta %.2f µs; a turn (two of each) %.1f µs\n",
+				f.Bytes, f.InsertMedianUS, f.InsertSQLMedianUS, f.EncodeDeltaUS, f.TurnUS)
+		}
 		for _, k := range []string{"normal", "full"} {
 			if f, ok := rep.Floor[k]; ok {
 				fmt.Fprintf(e.stdout, "floor (%s): insert of %d bytes %.1f µs at the driver level (%.1f µs as a database/sql transaction); CBOR encoding of a step's delta %.2f µs; a turn (two of each) %.1f µs\n",
@@ -111,6 +136,13 @@ func intList(s string) ([]int, error) {
 		out = append(out, n)
 	}
 	return out, nil
+}
+
+// flagSet reports whether the command line set flag name.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 func mb(b int64) float64 { return float64(b) / (1 << 20) }

@@ -20,7 +20,7 @@ import (
 
 // dbFlag adds --db with its documented default.
 func (e *env) dbFlag(fs *flag.FlagSet) *string {
-	return fs.String("db", "", "database file (default $STEPWISE_DB, else ./stepwise.db)")
+	return fs.String("db", "", "database: a SQLite file or a postgres:// URL (default $STEPWISE_DB, else ./stepwise.db)")
 }
 
 func (e *env) dbPath(flagValue string) string {

@@ -1,11 +1,28 @@
 package main
 
 import (
+	"context"
+	"strings"
+	"time"
+
 	"github.com/stepwise-agent/stepwise/store"
+	"github.com/stepwise-agent/stepwise/store/postgres"
 	"github.com/stepwise-agent/stepwise/store/sqlite"
 )
 
-// openDB opens the store at dsn: a SQLite file path (the embedded default).
+// isPostgresURL reports whether a --db value names a PostgreSQL database.
+func isPostgresURL(dsn string) bool {
+	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
+}
+
+// openDB opens the store at dsn: a postgres:// (or postgresql://) URL, else
+// the path of a SQLite file (the embedded default). A read-only command
+// never creates a SQLite file: a missing one is store.ErrNotFound.
 func openDB(dsn string, readOnly bool) (store.Store, error) {
+	if isPostgresURL(dsn) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		return postgres.Open(ctx, dsn, nil)
+	}
 	return sqlite.Open(dsn, &sqlite.Options{MustExist: readOnly})
 }

@@ -14,7 +14,6 @@ import (
 
 	"github.com/stepwise-agent/stepwise/core"
 	"github.com/stepwise-agent/stepwise/store"
-	"github.com/stepwise-agent/stepwise/store/sqlite"
 )
 
 const killTurns = 6
@@ -59,7 +58,7 @@ func stepwiseCmd(db, log string, args ...string) *exec.Cmd {
 // finalConversation renders a completed run's conversation.
 func finalConversation(t *testing.T, db string) (string, string) {
 	t.Helper()
-	st, err := sqlite.Open(db, nil)
+	st, err := openDB(db, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +79,7 @@ func finalConversation(t *testing.T, db string) (string, string) {
 }
 
 func runID(t *testing.T, db string) string {
-	st, err := sqlite.Open(db, nil)
+	st, err := openDB(db, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -114,7 +114,7 @@ func (e *env) usage(w io.Writer) {
 	}
 	fmt.Fprintf(w, "\nRun `stepwise help COMMAND` or `stepwise COMMAND --help` for details.\n\n%s", exitCodesHelp)
 	fmt.Fprintf(w, "\nStatuses: running, awaiting_tool_results, interrupted, stalled, completed, failed, cancelled.\n")
-	fmt.Fprintf(w, "\nEnvironment:\n  STEPWISE_DB         the database file when --db is not given (default ./stepwise.db)\n"+
+	fmt.Fprintf(w, "\nEnvironment:\n  STEPWISE_DB         the database when --db is not given: a SQLite file or a\n                      postgres:// URL (default ./stepwise.db)\n"+
 		"  STEPWISE_LEASE_TTL  how long a run's lease lasts unless renewed (default 15s)\n  NO_COLOR            plain progress output\n")
 }
 

@@ -16,7 +16,6 @@ import (
 	"github.com/stepwise-agent/stepwise/shell"
 	"github.com/stepwise-agent/stepwise/shell/agent"
 	"github.com/stepwise-agent/stepwise/store"
-	"github.com/stepwise-agent/stepwise/store/sqlite"
 )
 
 // chargeAgent writes an agent whose model asks for an external approval,
@@ -66,7 +65,7 @@ func interruptedRun(t *testing.T, db, agentFile string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := sqlite.Open(db, nil)
+	st, err := openDB(db, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,12 +108,19 @@ func TestRacingResumersOneDrives(t *testing.T) {
 		t.Skip("spawns 800 processes")
 	}
 	dir := t.TempDir()
+	raceResumers(t, 100, func(trial int) string { return filepath.Join(dir, fmt.Sprintf("t%d.db", trial)) })
+}
+
+// raceResumers runs the racing resumers' trials, each on the database
+// dbFor(trial) gives.
+func raceResumers(t *testing.T, trials int, dbFor func(trial int) string) {
+	dir := t.TempDir()
 	pausedAgent, interruptedAgent := chargeAgent(t, true), chargeAgent(t, false)
 	results := filepath.Join(dir, "approve.json")
 	os.WriteFile(results, []byte(`[{"tool_call_id": "ap1", "result": "approved"}]`), 0o644)
-	const trials, racers = 100, 8
+	const racers = 8
 	for trial := range trials {
-		db := filepath.Join(dir, fmt.Sprintf("t%d.db", trial))
+		db := dbFor(trial)
 		log, release := filepath.Join(dir, fmt.Sprintf("t%d.log", trial)), filepath.Join(dir, fmt.Sprintf("t%d.release", trial))
 		var id string
 		args := []string{"resume"}

@@ -40,6 +40,10 @@ type Options struct {
 	// calls echo, the others are a real agent's tool list to be stored
 	// (each a realistic schema of about 600 bytes).
 	Tools int
+	// DB, when set, is a PostgreSQL URL: the workload runs there (each row
+	// in a schema of its own, dropped after) instead of on SQLite files,
+	// without FullNs (PostgreSQL has no such mode).
+	DB string
 }
 
 // Row is one measured run.
@@ -148,6 +152,9 @@ func Run(opts Options) (Report, error) {
 		opts.Dir = dir
 	}
 	opts.Ns = dedupe(opts.Ns)
+	if opts.DB != "" {
+		return runPG(opts)
+	}
 	rep := Report{Floor: map[string]Floor{}}
 	floorBytes := defaultFloorBytes
 	if !opts.Cold {
@@ -212,15 +219,64 @@ func Run(opts Options) (Report, error) {
 		f.TurnUS = 2 * (f.InsertMedianUS + delta)
 		rep.Floor[strings.ToLower(mode)] = f
 	}
-	for i := range rep.Rows {
-		if r := &rep.Rows[i]; r.Checkpoint {
+	addEncodings(rep.Rows, delta)
+	return rep, nil
+}
+
+// runPG is Run on PostgreSQL.
+func runPG(opts Options) (Report, error) {
+	rep := Report{Floor: map[string]Floor{}}
+	floorBytes := defaultFloorBytes
+	if !opts.Cold {
+		opts.Progress("warm-up")
+		row, _, err := runOncePG(opts.DB, 200, true, 0, opts.Tools)
+		if err != nil {
+			return rep, err
+		}
+		floorBytes = int(row.BytesPerStep)
+	}
+	var lastState core.State
+	bytes := floorBytes
+	for _, n := range opts.Ns {
+		for _, checkpoint := range []bool{true, false} {
+			opts.Progress(fmt.Sprintf("N=%d %s", n, map[bool]string{true: pgMode, false: label("")}[checkpoint]))
+			row, st, err := runOncePG(opts.DB, n, checkpoint, floorBytes, opts.Tools)
+			if err != nil {
+				return rep, err
+			}
+			if checkpoint {
+				lastState, bytes = st, int(row.BytesPerStep)
+				if err := rowFloorPG(opts.DB, &row); err != nil {
+					return rep, err
+				}
+			}
+			rep.Rows = append(rep.Rows, row)
+		}
+	}
+	opts.Progress("floor " + pgMode)
+	f, err := pgFloor(opts.DB, bytes, 4000, true)
+	if err != nil {
+		return rep, err
+	}
+	delta := encodeDelta(lastState)
+	f.EncodeDeltaUS = delta
+	f.TurnUS = 2 * (f.InsertMedianUS + delta)
+	rep.Floor[pgMode] = f
+	addEncodings(rep.Rows, delta)
+	return rep, nil
+}
+
+// addEncodings adds a step delta's two encodings to the checkpointed rows'
+// floors, and sets their ratios.
+func addEncodings(rows []Row, delta float64) {
+	for i := range rows {
+		if r := &rows[i]; r.Checkpoint {
 			r.FloorTurnUS += 2 * delta
 			r.FloorRatio = r.TurnMedianUS / r.FloorTurnUS
 			r.TightFloorTurnUS += 2 * delta
 			r.TightFloorRatio = r.TurnMedianUS / r.TightFloorTurnUS
 		}
 	}
-	return rep, nil
 }
 
 // dedupe drops repeated sizes, keeping the first of each.
@@ -254,9 +310,10 @@ func runOnce(dir string, n int, mode string, floorBytes, tools int) (Row, core.S
 	path := filepath.Join(dir, fmt.Sprintf("run-%d-%s-%dtools.db", n, strings.ToLower(label(mode)), row.Tools))
 	io := openIOCounter()
 	defer io.close()
+	var p *probe
 	if mode != "" && floorBytes > 0 {
-		p, err := openProbe(path+"-floor", mode, floorBytes)
-		if err != nil {
+		var err error
+		if p, err = openProbe(path+"-floor", mode, floorBytes); err != nil {
 			return row, core.State{}, err
 		}
 		defer p.close()
@@ -288,41 +345,16 @@ func runOnce(dir string, n int, mode string, floorBytes, tools int) (Row, core.S
 		}
 		st = db
 	}
-	runtime.GC()
-	m.heap.sample()
-	baseHeap, baseLive := m.heap.peak, m.heap.live
-	m.heap.peak, m.heap.live = 0, 0
-	resetPeakRSS()
 	io0 := io.written()
-	start := time.Now()
-	out, err := shell.NewRunner(st, &shell.Options{NewID: func() string { return fmt.Sprintf("bench-%d", n) }}).Start(ctx, ag, "go")
+	out, err := measure(ctx, st, m, ag, n, &row)
 	if err != nil {
 		return row, core.State{}, err
 	}
-	// The run's figures leave out the bench's own work: its time at the
-	// model calls, and what the floor's inserts wrote.
-	row.TotalMS = ms(time.Since(start) - m.overhead())
-	if m.probe != nil {
-		row.FloorTurnUS = m.probe.median() // the encodings are added once measured
-	}
 	written := io.written() - io0
-	if m.probe != nil {
-		written -= m.probe.written
+	if p != nil {
+		written -= p.written
 	}
 	row.IOBytesPerStep = float64(written) / float64(out.Steps)
-	row.PeakRSSBytes = peakRSS()
-	if m.heap.peak > baseHeap {
-		row.PeakHeapBytes = int64(m.heap.peak - baseHeap)
-	}
-	if m.heap.live > baseLive {
-		row.PeakLiveHeapBytes = int64(m.heap.live - baseLive)
-	}
-	if out.Status != store.StatusCompleted {
-		return row, core.State{}, fmt.Errorf("bench run of %d turns ended %s", n, out.Status)
-	}
-	row.Steps = out.Steps
-	turns := m.turns()
-	row.TurnMedianUS, row.TurnP99US = percentile(turns, 0.5), percentile(turns, 0.99)
 	if db == nil {
 		return row, core.State{}, nil
 	}
@@ -339,24 +371,66 @@ func runOnce(dir string, n int, mode string, floorBytes, tools int) (Row, core.S
 		return row, core.State{}, err
 	}
 	defer db.Close()
-	t0 := time.Now()
-	rec, err := db.LoadLatest(ctx, out.RunID)
+	st2, err := loadAndReplay(ctx, db, out.RunID, ag, &row)
+	return row, st2, err
+}
+
+// measure runs the workload's agent on st and sets the row's run figures:
+// times (less the bench's own work at the model calls), memory, steps.
+func measure(ctx context.Context, st shell.Store, m *model, ag *shell.Agent, n int, row *Row) (shell.Outcome, error) {
+	runtime.GC()
+	m.heap.sample()
+	baseHeap, baseLive := m.heap.peak, m.heap.live
+	m.heap.peak, m.heap.live = 0, 0
+	resetPeakRSS()
+	start := time.Now()
+	out, err := shell.NewRunner(st, &shell.Options{NewID: func() string { return fmt.Sprintf("bench-%d", n) }}).Start(ctx, ag, "go")
 	if err != nil {
-		return row, core.State{}, err
+		return out, err
+	}
+	// The run's figures leave out the bench's own work: its time at the
+	// model calls.
+	row.TotalMS = ms(time.Since(start) - m.overhead())
+	if m.probe != nil {
+		row.FloorTurnUS = m.probe.median() // the encodings are added once measured
+	}
+	row.PeakRSSBytes = peakRSS()
+	if m.heap.peak > baseHeap {
+		row.PeakHeapBytes = int64(m.heap.peak - baseHeap)
+	}
+	if m.heap.live > baseLive {
+		row.PeakLiveHeapBytes = int64(m.heap.live - baseLive)
+	}
+	if out.Status != store.StatusCompleted {
+		return out, fmt.Errorf("bench run of %d turns ended %s", n, out.Status)
+	}
+	row.Steps = out.Steps
+	turns := m.turns()
+	row.TurnMedianUS, row.TurnP99US = percentile(turns, 0.5), percentile(turns, 0.99)
+	return out, nil
+}
+
+// loadAndReplay times loading the run's latest state and replaying it, and
+// returns the state.
+func loadAndReplay(ctx context.Context, db store.Store, runID string, ag *shell.Agent, row *Row) (core.State, error) {
+	t0 := time.Now()
+	rec, err := db.LoadLatest(ctx, runID)
+	if err != nil {
+		return core.State{}, err
 	}
 	row.LoadLatestMS = ms(time.Since(t0))
 	enc, _ := core.EncodeMessages(rec.State.Messages)
 	row.ConversationBytes = int64(len(enc))
 	t0 = time.Now()
-	rp, err := shell.Replay(ctx, db, out.RunID, ag.Config)
+	rp, err := shell.Replay(ctx, db, runID, ag.Config)
 	if err != nil {
-		return row, core.State{}, err
+		return core.State{}, err
 	}
 	if rp.Diverged != nil {
-		return row, core.State{}, fmt.Errorf("bench replay diverged at step %d", rp.Diverged.Seq)
+		return core.State{}, fmt.Errorf("bench replay diverged at step %d", rp.Diverged.Seq)
 	}
 	row.ReplayMS = ms(time.Since(t0))
-	return row, rec.State, nil
+	return rec.State, nil
 }
 
 // floor measures a bare insert of bytes per transaction in the same journal

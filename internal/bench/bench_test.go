@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/stepwise-agent/stepwise/internal/pgtest"
 	"github.com/stepwise-agent/stepwise/shell"
 	"github.com/stepwise-agent/stepwise/store"
 	"github.com/stepwise-agent/stepwise/store/sqlite"
@@ -41,6 +42,30 @@ func TestSmallWorkload(t *testing.T) {
 	}
 	if f := rep.Floor["normal"]; f.InsertMedianUS <= 0 || f.Bytes <= 0 || f.EncodeDeltaUS <= 0 {
 		t.Errorf("floor %+v", f)
+	}
+}
+
+// TestSmallWorkloadPostgres runs the workload on PostgreSQL at a small
+// size: every figure is there, and the floor is PostgreSQL's.
+func TestSmallWorkloadPostgres(t *testing.T) {
+	rep, err := Run(Options{Ns: []int{10, 30}, DB: pgtest.URL(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Rows) != 4 {
+		t.Fatalf("%d rows", len(rep.Rows))
+	}
+	for _, r := range rep.Rows {
+		if r.Steps != 2*r.N+2 || r.TurnMedianUS <= 0 {
+			t.Errorf("row %+v", r)
+		}
+		if r.Checkpoint && (r.Sync != "postgres" || r.BytesPerStep <= 0 || r.IOBytesPerStep <= 0 || r.ReplayMS <= 0 || r.LoadLatestMS <= 0 ||
+			r.FloorTurnUS <= 0 || r.TightFloorTurnUS <= 0 || r.FloorRatio != r.TurnMedianUS/r.FloorTurnUS) {
+			t.Errorf("checkpointed row: %+v", r)
+		}
+	}
+	if f, ok := rep.Floor["postgres"]; !ok || f.InsertMedianUS <= 0 || f.InsertSQLMedianUS <= 0 || f.Bytes <= 0 || len(rep.Floor) != 1 {
+		t.Errorf("floor %+v", rep.Floor)
 	}
 }
 

@@ -11,7 +11,14 @@ import (
 	"github.com/mattn/go-sqlite3" // the floor uses the same driver as the store
 )
 
-// probe times the floor: bare transactions (BEGIN IMMEDIATE, an insert of
+// floorProbe times the floor at the model calls: sample times txs bare
+// transactions as one sample.
+type floorProbe interface {
+	sample(txs int) error
+	median() float64
+}
+
+// probe times the SQLite floor: bare transactions (BEGIN IMMEDIATE, an insert of
 // a fixed payload, COMMIT), prepared once and driven at the driver level on
 // a pinned connection, the least a Go program can do through this driver,
 // on a database of its own in the store's journal and sync mode. The bench

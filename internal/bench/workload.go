@@ -23,7 +23,7 @@ type model struct {
 	n     int
 	calls []span
 	heap  heapSampler
-	probe *probe
+	probe floorProbe
 }
 
 // span is when the model was called, and when the bench's own work at

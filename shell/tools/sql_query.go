@@ -2,7 +2,6 @@ package tools
 
 import (
 	"context"
-	"database/sql"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -14,8 +13,6 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
-
-	"github.com/mattn/go-sqlite3"
 
 	"github.com/stepwise-agent/stepwise/core"
 	"github.com/stepwise-agent/stepwise/shell"
@@ -138,27 +135,12 @@ func (t *sqlQuery) query(ctx context.Context, q string) (*sqlResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	db, err := sql.Open("sqlite3", dsn)
-	if err != nil {
-		return nil, fmt.Errorf("cannot open the database: %v", err)
-	}
-	defer db.Close()
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("cannot open the database: %v", err)
-	}
-	defer conn.Close()
-	err = conn.Raw(func(dc any) error {
-		c, ok := dc.(*sqlite3.SQLiteConn)
-		if !ok {
-			return fmt.Errorf("unexpected driver connection %T", dc)
-		}
-		c.SetLimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0) // no ATTACH, no VACUUM INTO
-		return nil
-	})
+	db, conn, err := openReadOnly(ctx, dsn)
 	if err != nil {
 		return nil, err
 	}
+	defer db.Close()
+	defer conn.Close()
 	rows, err := conn.QueryContext(ctx, q)
 	if err != nil {
 		return nil, sqlError(err)
@@ -203,18 +185,6 @@ func sqliteURI(path, query string) (string, error) {
 		return "", err
 	}
 	return "file:" + (&url.URL{Path: abs}).EscapedPath() + "?" + query, nil
-}
-
-// sqlError words a SQLite error for the model.
-func sqlError(err error) error {
-	var se sqlite3.Error
-	if errors.As(err, &se) && (se.Code == sqlite3.ErrReadonly || se.Code == sqlite3.ErrPerm) {
-		return fmt.Errorf("the database is read-only: %v", err)
-	}
-	if strings.Contains(err.Error(), "too many attached databases") {
-		return errors.New("ATTACH (and VACUUM INTO) are disabled: only the configured database can be queried")
-	}
-	return fmt.Errorf("SQLite: %v", err)
 }
 
 // jsonValue turns a scanned SQLite value into one JSON can encode:

@@ -63,9 +63,16 @@ func (s *Postgres) checkpoint(ctx context.Context, l store.Lease, cp store.Check
 	readBack := false
 	t, ok := s.cache.Tail(runID)
 	if !ok || t.Seq != cp.Seq-1 {
+		var owner string
+		var token int64
 		var err error
-		if t, back, err = s.readTail(ctx, runID, cp.Seq); err != nil {
+		if t, owner, token, back, err = s.readTail(ctx, runID, cp.Seq); err != nil {
 			return err
+		}
+		// The lease first: a driver that lost the run learns that, not
+		// that its step is out of order.
+		if l.Owner == "" || owner != l.Owner || token != l.Token {
+			return store.LeaseLost(l, owner, token)
 		}
 		readBack = codec.ClosesSegment(cp.Seq)
 	}
@@ -104,7 +111,10 @@ func (s *Postgres) checkpoint(ctx context.Context, l store.Lease, cp store.Check
 			open = open.WrittenOut()
 		}
 	}
-	args := stepArgs(&row, t.RK, l.Token)
+	if l.Owner == "" { // no holder's lease fences anything
+		return lostOrMissing(ctx, s.pool, l)
+	}
+	args := stepArgs(&row, t.RK, l.Token, l.Owner)
 	if status == t.Status && seg == nil && row.NewTools == nil {
 		// The common checkpoint: one statement, atomic by itself.
 		ct, err := s.pool.Exec(ctx, fencedInsertStepSQL, args...)
@@ -128,17 +138,17 @@ func (s *Postgres) checkpoint(ctx context.Context, l store.Lease, cp store.Check
 				code, reason = a.Code, a.Reason
 			}
 			b.Queue(`UPDATE runs SET status = $1, updated_ns = $2, answer = $3, fail_code = $4, reason = $5, retry_ns = 0
-				WHERE rk = $6 AND lease_token = $7 AND lease_owner <> ''`,
-				string(status), row.Created, []byte(answer), string(code), []byte(reason), t.RK, l.Token)
+				WHERE rk = $6 AND lease_token = $7 AND lease_owner = $8`,
+				string(status), row.Created, []byte(answer), string(code), []byte(reason), t.RK, l.Token, l.Owner)
 		}
 		if seg != nil {
 			b.Queue(`INSERT INTO segments (rk, seq_from, seq_to, first, n, body, sum)
-				SELECT $1, $2, $3, $4, $5, $6, $7 FROM runs WHERE rk = $1 AND lease_token = $8 AND lease_owner <> ''`,
-				t.RK, int64(seg.From), int64(seg.To), int64(seg.First), int64(seg.N), seg.Body, seg.Sum, l.Token)
+				SELECT $1, $2, $3, $4, $5, $6, $7 FROM runs WHERE rk = $1 AND lease_token = $8 AND lease_owner = $9`,
+				t.RK, int64(seg.From), int64(seg.To), int64(seg.First), int64(seg.N), seg.Body, seg.Sum, l.Token, l.Owner)
 		}
 		if row.NewTools != nil {
-			b.Queue(`INSERT INTO tool_lists (digest, body) SELECT $1, $2 FROM runs WHERE rk = $3 AND lease_token = $4 AND lease_owner <> ''
-				ON CONFLICT (digest) DO NOTHING`, row.Tools, row.NewTools, t.RK, l.Token)
+			b.Queue(`INSERT INTO tool_lists (digest, body) SELECT $1, $2 FROM runs WHERE rk = $3 AND lease_token = $4 AND lease_owner = $5
+				ON CONFLICT (digest) DO NOTHING`, row.Tools, row.NewTools, t.RK, l.Token, l.Owner)
 		}
 		br := s.pool.SendBatch(ctx, b)
 		ct, err := br.Exec()
@@ -174,16 +184,16 @@ func (s *Postgres) inserted(ctx context.Context, l store.Lease, n int64, err err
 	return nil
 }
 
-// lastStepSQL reads a run's key, status and last step (NULLs when it has
-// no step).
-const lastStepSQL = `SELECT r.rk, r.status, ` + stepColumns + ` FROM runs r
+// lastStepSQL reads a run's key, status, lease and last step (NULLs when it
+// has no step).
+const lastStepSQL = `SELECT r.rk, r.status, r.lease_owner, r.lease_token, ` + stepColumns + ` FROM runs r
 	LEFT JOIN LATERAL (SELECT * FROM steps WHERE rk = r.rk ORDER BY seq DESC LIMIT 1) s ON true WHERE r.id = $1`
 
 // readTail reads the run's last step and verifies it, for the checkpoint of
-// step seq, and returns the run's tail. When step seq closes a segment it
-// also reads, in the same round trip, the steps the segment is built from
-// (verified and opened).
-func (s *Postgres) readTail(ctx context.Context, runID string, seq int) (t codec.Tail, back []codec.Row, err error) {
+// step seq, and returns the run's tail and its lease's holder and token.
+// When step seq closes a segment it also reads, in the same round trip,
+// the steps the segment is built from (verified and opened).
+func (s *Postgres) readTail(ctx context.Context, runID string, seq int) (t codec.Tail, owner string, token int64, back []codec.Row, err error) {
 	b := &pgx.Batch{}
 	b.Queue(lastStepSQL, runID)
 	closes := codec.ClosesSegment(seq)
@@ -193,39 +203,39 @@ func (s *Postgres) readTail(ctx context.Context, runID string, seq int) (t codec
 	}
 	br := s.pool.SendBatch(ctx, b)
 	defer br.Close()
-	var rk *int64
+	var rk int64
 	var status string
 	var last codec.Row
 	var lseq, count, created, msgSum, sum *int64
-	err = br.QueryRow().Scan(&rk, &status, &lseq, &created, &count, &msgSum, &last.Body, &sum)
+	err = br.QueryRow().Scan(&rk, &status, &owner, &token, &lseq, &created, &count, &msgSum, &last.Body, &sum)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return t, nil, fmt.Errorf("run %s: %w", runID, store.ErrNotFound)
+		return t, "", 0, nil, fmt.Errorf("run %s: %w", runID, store.ErrNotFound)
 	}
 	if err != nil {
-		return t, nil, err
+		return t, "", 0, nil, err
 	}
 	if lseq == nil {
-		return t, nil, fmt.Errorf("%w: run %s has no steps", store.ErrCorrupt, runID)
+		return t, "", 0, nil, fmt.Errorf("%w: run %s has no steps", store.ErrCorrupt, runID)
 	}
 	last.Seq, last.Created, last.MsgCount, last.MsgSum, last.Sum = int(*lseq), *created, int(*count), *msgSum, *sum
-	if err := last.Verify(runID, *rk); err != nil {
-		return t, nil, err
+	if err := last.Verify(runID, rk); err != nil {
+		return t, "", 0, nil, err
 	}
 	if closes {
 		rows, err := br.Query()
 		if err != nil {
-			return t, nil, err
+			return t, "", 0, nil, err
 		}
 		if back, err = collectRows(rows); err != nil {
-			return t, nil, err
+			return t, "", 0, nil, err
 		}
 		for i := range back {
-			if err := back[i].OpenVerified(runID, *rk); err != nil {
-				return t, nil, err
+			if err := back[i].OpenVerified(runID, rk); err != nil {
+				return t, "", 0, nil, err
 			}
 		}
 	}
-	return last.Tail(*rk, store.Status(status)), back, br.Close()
+	return last.Tail(rk, store.Status(status)), owner, token, back, br.Close()
 }
 
 // readRows reads, verifies and opens the step rows from..to-1 of run rk.

@@ -23,7 +23,7 @@ func (s *Postgres) Acquire(ctx context.Context, runID string, req store.LeaseReq
 	// what this store remembers of it.
 	s.cache.ForgetTail(runID)
 	var out store.Lease
-	err := s.inTx(ctx, pgx.TxOptions{}, func(b *pgx.Batch) {
+	err := s.inTx(ctx, "", pgx.TxOptions{}, func(b *pgx.Batch) {
 		b.Queue(`SELECT lease_owner, lease_token, lease_expires_ns FROM runs WHERE id = $1 FOR UPDATE`, runID)
 	}, func(br pgx.BatchResults, tx pgx.Tx) error {
 		var cur store.Lease
@@ -97,12 +97,6 @@ func (s *Postgres) leaseUpdate(ctx context.Context, l store.Lease, sql string, a
 	return nil
 }
 
-// querier runs queries: the pool, a transaction.
-type querier interface {
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-}
-
 // explainFence explains why a write conditional on l (and, with ended, on
 // the run not having ended) changed nothing: the run does not exist, l is
 // not its lease (store.LeaseLost), or it has ended.
@@ -141,27 +135,33 @@ func lostOrMissing(ctx context.Context, q querier, l store.Lease) error {
 	return store.LeaseLost(l, owner, token)
 }
 
-// inTx runs a transaction whose first statements are sent with its BEGIN in
-// one round trip: queue adds them to the batch, then fn reads their results
-// (br, which it must close) and runs the rest on tx. The transaction
-// commits when fn returns nil and rolls back otherwise.
-func (s *Postgres) inTx(ctx context.Context, opts pgx.TxOptions, queue func(*pgx.Batch), fn func(br pgx.BatchResults, tx pgx.Tx) error) error {
-	b := &pgx.Batch{}
-	b.BeginTx(opts)
-	queue(b)
-	br := s.pool.SendBatch(ctx, b)
-	tx := br.Tx()
-	defer tx.Rollback(context.WithoutCancel(ctx))
-	if _, err := br.Exec(); err != nil { // BEGIN
-		br.Close()
-		return err
+// claimSQL hands the oldest runnable run to a worker in one statement: it
+// locks the first candidate no other claim or Acquire holds (SKIP LOCKED,
+// so racing workers take different runs, each re-checked against its
+// latest version once locked) and writes the new holder and token.
+const claimSQL = `WITH c AS (
+	SELECT rk FROM runs
+	WHERE status IN ('running', 'stalled') AND (lease_owner = '' OR lease_expires_ns <= $1) AND (status = 'running' OR retry_ns <= $1)
+	ORDER BY created_ns, id LIMIT 1 FOR UPDATE SKIP LOCKED)
+UPDATE runs r SET lease_owner = $2, lease_token = r.lease_token + 1, lease_expires_ns = $3 FROM c WHERE r.rk = c.rk
+RETURNING r.id, r.lease_token`
+
+// Claim takes the lease of one runnable run (see store.Runs): a run marked
+// running that no live lease holds, or a stalled one whose retry time has
+// come, the oldest first; ErrNotFound when there is none.
+func (s *Postgres) Claim(ctx context.Context, req store.LeaseRequest) (store.Lease, error) {
+	if err := req.Check(); err != nil {
+		return store.Lease{}, fmt.Errorf("claim a run: %w", err)
 	}
-	err := fn(br, tx)
-	if cerr := br.Close(); err == nil {
-		err = cerr
+	now := s.now()
+	out := store.Lease{Owner: req.Owner, Expires: now.Add(req.TTL).UTC()}
+	err := s.pool.QueryRow(ctx, claimSQL, now.UnixNano(), out.Owner, out.Expires.UnixNano()).Scan(&out.RunID, &out.Token)
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = store.ErrNotFound
 	}
 	if err != nil {
-		return err
+		return store.Lease{}, fmt.Errorf("claim a run: %w", err)
 	}
-	return tx.Commit(ctx)
+	s.cache.ForgetTail(out.RunID)
+	return out, nil
 }

@@ -35,7 +35,7 @@ func (s *Postgres) loadStep(ctx context.Context, runID string, seq int) (store.S
 	var rseq, created, count, msgSum, sum *int64
 	var err error
 	if seq < 0 {
-		err = s.pool.QueryRow(ctx, lastStepSQL, runID).Scan(&rk, new(string), &rseq, &created, &count, &msgSum, &row.Body, &sum)
+		err = s.pool.QueryRow(ctx, lastStepSQL, runID).Scan(&rk, new(string), new(string), new(int64), &rseq, &created, &count, &msgSum, &row.Body, &sum)
 	} else {
 		err = s.pool.QueryRow(ctx, `SELECT r.rk, `+stepColumns+` FROM runs r LEFT JOIN steps s ON s.rk = r.rk AND s.seq = $2 WHERE r.id = $1`,
 			runID, int64(seq)).Scan(&rk, &rseq, &created, &count, &msgSum, &row.Body, &sum)
@@ -54,7 +54,7 @@ func (s *Postgres) loadStep(ctx context.Context, runID string, seq int) (store.S
 	if err := row.OpenVerified(runID, *rk); err != nil {
 		return store.StepRecord{}, err
 	}
-	log, err := s.loadLog(ctx, runID, *rk, &row)
+	log, err := loadLog(ctx, s.pool, runID, *rk, &row)
 	if err != nil {
 		return store.StepRecord{}, err
 	}
@@ -79,43 +79,46 @@ func (s *Postgres) resolver(ctx context.Context, q querier) codec.Resolver {
 // reassembling each state from the previous one. It stops at the first
 // error fn returns and returns that error as is.
 func (s *Postgres) Steps(ctx context.Context, runID string, fn func(store.StepRecord) error) error {
-	return s.snapshot(ctx, runID, `SELECT rk FROM runs WHERE id = $1`, func(row pgx.Row, tx pgx.Tx) error {
-		var rk int64
-		if err := row.Scan(&rk); err != nil {
-			return err
-		}
-		return s.iterateSteps(ctx, tx, runID, rk, false, func(rec store.StepRecord, _ *codec.Row, _ [][]byte) error { return fn(rec) })
-	})
+	return s.StepsFrom(ctx, runID, 0, fn)
 }
 
-// errRunNotFound marks, inside snapshot, a run that is not stored.
-var errRunNotFound = errors.New("run not found")
-
-// snapshot runs fn in a read-only REPEATABLE READ transaction (one
-// snapshot), with the row that first, a query of the run's row with runID as
-// its argument, returns: BEGIN and that query go in one round trip. A run
-// that first does not find is ErrNotFound; errors other than fn's own are
-// wrapped with the run.
-func (s *Postgres) snapshot(ctx context.Context, runID, first string, fn func(pgx.Row, pgx.Tx) error) error {
-	var fnErr error
-	err := s.inTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(b *pgx.Batch) {
-		b.Queue(first, runID)
+// StepsFrom is Steps from step from on (see store.Runs): the state before
+// from is assembled as LoadStep assembles it (segments, then at most 63
+// step rows), then the steps are read a page at a time, all in one
+// read-only REPEATABLE READ transaction.
+func (s *Postgres) StepsFrom(ctx context.Context, runID string, from int, fn func(store.StepRecord) error) error {
+	from = max(from, 0)
+	return s.inTx(ctx, "run "+runID+": steps", readSnapshot, func(b *pgx.Batch) {
+		b.Queue(`SELECT r.rk, `+stepColumns+` FROM runs r LEFT JOIN steps s ON s.rk = r.rk AND s.seq = $2 WHERE r.id = $1`,
+			runID, int64(from-1))
 	}, func(br pgx.BatchResults, tx pgx.Tx) error {
-		row := br.QueryRow()
-		var scanned bool
-		err := fn(noRows{row, &scanned}, tx)
-		if !scanned {
-			fnErr = err
+		var rk int64
+		var row codec.Row
+		var seq, created, count, msgSum, sum *int64
+		err := br.QueryRow().Scan(&rk, &seq, &created, &count, &msgSum, &row.Body, &sum)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("run %s: %w", runID, store.ErrNotFound)
 		}
-		return err
+		if err == nil {
+			err = br.Close()
+		}
+		if err != nil {
+			return fmt.Errorf("run %s: steps: %w", runID, err)
+		}
+		var log []core.Message
+		if from > 0 {
+			if seq == nil {
+				return nil // past the last step
+			}
+			// The log as the step before from left it.
+			row.Seq, row.Created, row.MsgCount, row.MsgSum, row.Sum = int(*seq), *created, int(*count), *msgSum, *sum
+			if err := row.OpenVerified(runID, rk); err != nil {
+				return err
+			}
+			if log, err = loadLog(ctx, tx, runID, rk, &row); err != nil {
+				return err
+			}
+		}
+		return s.iterateSteps(ctx, tx, runID, rk, from, log, false, func(rec store.StepRecord, _ *codec.Row, _ [][]byte) error { return fn(rec) })
 	})
-	switch {
-	case errors.Is(err, pgx.ErrNoRows) && fnErr == nil:
-		return fmt.Errorf("run %s: %w", runID, store.ErrNotFound)
-	case fnErr != nil && errors.Is(err, fnErr):
-		return fnErr
-	case err != nil:
-		return fmt.Errorf("run %s: %w", runID, err)
-	}
-	return nil
 }

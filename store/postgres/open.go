@@ -28,6 +28,10 @@ type Options struct {
 	// MaxConns caps the connection pool (default: pgxpool's, the larger of
 	// 4 and the number of CPUs).
 	MaxConns int32
+
+	// tracer, when set, traces every statement (the tests count round
+	// trips with it).
+	tracer pgx.QueryTracer
 }
 
 // Postgres is the PostgreSQL store. It is safe for concurrent use by many
@@ -59,6 +63,9 @@ func Open(ctx context.Context, url string, opts *Options) (*Postgres, error) {
 	}
 	if o.MaxConns > 0 {
 		cfg.MaxConns = o.MaxConns
+	}
+	if o.tracer != nil {
+		cfg.ConnConfig.Tracer = o.tracer
 	}
 	where := cfg.ConnConfig.Host + "/" + cfg.ConnConfig.Database
 	if o.Schema != "" {
@@ -127,6 +134,11 @@ func serverOffset(ctx context.Context, pool *pgxpool.Pool) (time.Duration, error
 // Schema is the schema the store lives in (Options.Schema), or "" for the
 // connections' default.
 func (s *Postgres) Schema() string { return s.schema }
+
+// Pool is the store's connection pool, for a program that runs its own
+// statements on the store's connections (the bench times its floor on
+// them). Statements on the store's tables bypass its checks and fencing.
+func (s *Postgres) Pool() *pgxpool.Pool { return s.pool }
 
 // Close closes the store's connections. Records already returned stay
 // valid.

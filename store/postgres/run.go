@@ -66,7 +66,9 @@ func (s *Postgres) CreateRun(ctx context.Context, r store.NewRun) (store.Lease, 
 	if err != nil {
 		return store.Lease{}, fmt.Errorf("create run %s: %w", r.ID, err)
 	}
+	// This store wrote step 0: its first checkpoint need not read it back.
 	s.cache.SetOpenSegment(rk, (*codec.OpenSegment)(nil).Extend(&step, 0))
+	s.cache.SetTail(r.ID, step.Tail(rk, store.StatusRunning))
 	return lease, nil
 }
 

@@ -28,23 +28,19 @@ func scanStep(sc interface{ Scan(...any) error }, r *codec.Row, others ...any) e
 // insertStepSQL inserts a step row (CreateRun, Import).
 const insertStepSQL = `INSERT INTO steps (rk, seq, created_ns, msg_count, msg_sum, body, sum) VALUES ($1, $2, $3, $4, $5, $6, $7)`
 
-// fenced is the condition every write that belongs to driving a run puts on
-// the run's row: the lease whose token is the last argument is the run's,
-// and held.
-const fenced = `lease_token = $%d AND lease_owner <> ''`
-
 // fencedInsertStepSQL is insertStepSQL conditional on the run's lease: it
-// inserts the row only while $8 is the run's lease token and the lease is
-// held (one row inserted), else nothing. FOR SHARE locks the run's row for
+// inserts the row only while $8 is the run's lease token and $9 its holder
+// (one row inserted), else nothing. FOR SHARE locks the run's row for
 // the rest of the statement's transaction, so that an Acquire (which takes
 // the row FOR UPDATE) either waits for the step to commit, and then reads
 // it back, or commits first, and then the re-checked condition fails: the
 // lease check and the insert are one atomic step. See doc.go.
 const fencedInsertStepSQL = `INSERT INTO steps (rk, seq, created_ns, msg_count, msg_sum, body, sum)
-	SELECT $1, $2, $3, $4, $5, $6, $7 FROM runs WHERE rk = $1 AND lease_token = $8 AND lease_owner <> '' FOR SHARE`
+	SELECT $1, $2, $3, $4, $5, $6, $7 FROM runs WHERE rk = $1 AND lease_token = $8 AND lease_owner = $9 FOR SHARE`
 
 // stepArgs are the arguments of insertStepSQL for r in run rk, setting r's
-// checksum; fencedInsertStepSQL takes the lease token after them.
+// checksum; fencedInsertStepSQL takes the lease's token and holder after
+// them.
 func stepArgs(r *codec.Row, rk int64, more ...any) []any {
 	r.Sum = codec.StepSum(rk, r)
 	return append([]any{rk, int64(r.Seq), r.Created, int64(r.MsgCount), r.MsgSum, nonNil(r.Body), r.Sum}, more...)

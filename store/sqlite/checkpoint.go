@@ -24,16 +24,15 @@ func (s *SQLite) Checkpoint(ctx context.Context, l store.Lease, cp store.Checkpo
 	if err := codec.CheckCheckpoint(cp); err != nil {
 		return fmt.Errorf("checkpoint run %s step %d: %w", runID, cp.Seq, err)
 	}
-	// A checkpoint, once begun, runs to its end (it is short, and waits
-	// for the write lock at most the busy timeout): its statements then run
-	// on this goroutine, where a cancellable context would make the driver
-	// start one per statement.
+	// A checkpoint, once its transaction began, runs to its end (it is
+	// short): its statements then run on this goroutine, where a
+	// cancellable context would make the driver start one per statement.
+	// A caller that gave up before, or while it waited for the write
+	// lock, writes nothing.
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("checkpoint run %s step %d: %w", runID, cp.Seq, err)
 	}
-	if ctx.Done() != nil {
-		ctx = context.WithoutCancel(ctx)
-	}
+	ctx = detach(ctx)
 	status := store.StatusOf(cp.Action)
 	var after codec.Tail
 	var open *codec.OpenSegment

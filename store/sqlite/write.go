@@ -70,6 +70,12 @@ func (s *SQLite) inWrite(ctx context.Context, fn func(*wtx) error) error {
 		tx.rollback()
 		return fmt.Errorf("begin: %w", err)
 	}
+	// BEGIN may have waited for another writer's lock: a caller that gave
+	// up meanwhile writes nothing.
+	if err := stillWanted(ctx); err != nil {
+		tx.rollback()
+		return err
+	}
 	if err := fn(tx); err != nil {
 		tx.rollback()
 		return err
@@ -82,6 +88,31 @@ func (s *SQLite) inWrite(ctx context.Context, fn func(*wtx) error) error {
 		fn()
 	}
 	return nil
+}
+
+// detached is a caller's context for a transaction that, once begun, runs
+// to its end: without Done, so the driver runs its statements on the
+// calling goroutine, but with the caller's context at hand to see, once
+// the write lock is held, whether the caller still wants the write.
+type detached struct {
+	context.Context
+	caller context.Context
+}
+
+func detach(ctx context.Context) context.Context {
+	if ctx.Done() == nil {
+		return ctx
+	}
+	return detached{context.WithoutCancel(ctx), ctx}
+}
+
+// stillWanted is the error of the caller's context (for a detached one, of
+// the context it was detached from).
+func stillWanted(ctx context.Context) error {
+	if d, ok := ctx.(detached); ok {
+		return d.caller.Err()
+	}
+	return ctx.Err()
 }
 
 // rollback ends the transaction if one is open. A connection that cannot
@@ -128,6 +159,11 @@ func (s *SQLite) writeHot(ctx context.Context, prepare func() error, fn func(*ho
 		h := s.hotFor(c)
 		if err := h.exec(hotBegin); err != nil {
 			return h.rollback(fmt.Errorf("begin: %w", err))
+		}
+		// BEGIN may have waited for another writer's lock: a caller that
+		// gave up meanwhile writes nothing.
+		if err := stillWanted(ctx); err != nil {
+			return h.rollback(err)
 		}
 		if err := fn(h); err != nil {
 			return h.rollback(err)

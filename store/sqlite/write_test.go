@@ -3,10 +3,12 @@ package sqlite
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/mattn/go-sqlite3"
 	"github.com/stepwise-agent/stepwise/core"
@@ -72,6 +74,55 @@ func TestCheckpointCancelled(t *testing.T) {
 	}
 	if info, err := s.Run(context.Background(), "r1"); err != nil || info.LastSeq != 0 {
 		t.Fatalf("after a cancelled checkpoint: %+v, %v", info, err)
+	}
+}
+
+// A checkpoint waiting for another process's write lock, whose caller
+// gives up meanwhile, writes nothing once the lock is free.
+func TestCheckpointCancelledWhileWaitingForTheLock(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "test.db")
+	s, err := Open(path, &Options{Now: fakeClock()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	st := newRun(t, s, "r1")
+	l := leaseOf(t, s, "r1")
+	other, err := sql.Open("sqlite3", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	hold, err := other.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Close()
+	if _, err := hold.ExecContext(context.Background(), `BEGIN IMMEDIATE`); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	cp, _ := turnStep(st.Messages, 1, 10)
+	go func() { done <- s.Checkpoint(ctx, l, cp) }()
+	time.Sleep(100 * time.Millisecond) // the checkpoint waits in BEGIN
+	select {
+	case err := <-done:
+		t.Fatalf("the checkpoint did not wait for the lock: %v", err)
+	default:
+	}
+	cancel()
+	if _, err := hold.ExecContext(context.Background(), `COMMIT`); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("checkpoint cancelled while waiting: %v", err)
+	}
+	if info, err := s.Run(context.Background(), "r1"); err != nil || info.LastSeq != 0 {
+		t.Fatalf("after it: %+v, %v", info, err)
+	}
+	if inTransaction(t, s) {
+		t.Fatal("the write connection was left inside a transaction")
 	}
 }
 

@@ -47,6 +47,8 @@ CREATE TABLE runs (
 CREATE INDEX runs_newest ON runs (created_ns DESC, id);
 CREATE INDEX runs_status ON runs (status, created_ns DESC, id);
 CREATE INDEX runs_agent ON runs (agent, created_ns DESC, id);
+-- The runs a worker may claim, oldest first (Claim).
+CREATE INDEX runs_runnable ON runs (created_ns, id) WHERE status IN ('running', 'stalled');
 
 -- A step, append-only and never modified: its body (action, result, state
 -- head, the messages it appended, compressed when that pays; see

@@ -1,0 +1,167 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stepwise-agent/stepwise/core"
+	"github.com/stepwise-agent/stepwise/store"
+	"github.com/stepwise-agent/stepwise/store/internal/codec"
+)
+
+// The write path: how many round trips a checkpoint takes, and what fences
+// it (see doc.go).
+
+// TestStaleTailSameLease: the run's (run, seq) key is the last fence. A
+// store whose remembered tail is stale while its lease is still the run's
+// (a second store of the same holder appended) gets ErrSeq from the
+// primary key, writing nothing, and its next checkpoint reads back.
+func TestStaleTailSameLease(t *testing.T) {
+	t.Parallel()
+	a := openTest(t)
+	b := reopen(t, a, nil)
+	ctx := context.Background()
+	l, err := a.CreateRun(ctx, store.NewRun{ID: "r", Agent: "x", Initial: synthInitial("r"), Owner: "h/1/x", LeaseTTL: 3600e9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newSynth("r")
+	if err := a.Checkpoint(ctx, l, g.next()); err != nil {
+		t.Fatal(err)
+	}
+	cp2 := g.next()
+	if err := b.Checkpoint(ctx, l, cp2); err != nil { // the same lease, through another store
+		t.Fatal(err)
+	}
+	if err := a.Checkpoint(ctx, l, cp2); !errors.Is(err, store.ErrSeq) {
+		t.Fatalf("a stale tail's step: %v, want ErrSeq", err)
+	}
+	if err := a.Checkpoint(ctx, l, g.next()); err != nil {
+		t.Fatalf("the next step, read back: %v", err)
+	}
+	if rec, err := b.LoadLatest(ctx, "r"); err != nil || rec.Seq != 3 {
+		t.Fatalf("latest: %d %v", rec.Seq, err)
+	}
+}
+
+// countTracer counts the statements and batches a store sends.
+type countTracer struct {
+	mu      sync.Mutex
+	queries []string
+	batches int
+}
+
+func (c *countTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.queries = append(c.queries, d.SQL)
+	return ctx
+}
+func (c *countTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (c *countTracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.batches++
+	return ctx
+}
+func (c *countTracer) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+func (c *countTracer) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
+
+// reset returns the statements and batches since the last reset.
+func (c *countTracer) reset() ([]string, int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	q, b := c.queries, c.batches
+	c.queries, c.batches = nil, 0
+	return q, b
+}
+
+// TestCheckpointRoundTrips: the common checkpoint is one statement (the
+// fenced insert, in autocommit); one that changes the status, closes a
+// segment or stores a new tool list is one batch; one whose tail this
+// store does not know reads it first, in one more.
+func TestCheckpointRoundTrips(t *testing.T) {
+	t.Parallel()
+	tr := &countTracer{}
+	s := openWith(t, &Options{Now: fakeClock(), MaxConns: 1, tracer: tr})
+	ctx := context.Background()
+	l, err := s.CreateRun(ctx, store.NewRun{ID: "r", Agent: "x", Initial: synthInitial("r"), Owner: "h/1/x", LeaseTTL: 3600e9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newSynth("r")
+	tools := []core.Tool{{Name: "search", Description: "searches"}}
+	step := func() (store.Checkpoint, []string, int) {
+		t.Helper()
+		cp := g.next()
+		if m, ok := cp.Action.(core.RequestModelCall); ok {
+			m.Tools = tools
+			cp.Action = m
+		}
+		tr.reset()
+		if err := s.Checkpoint(ctx, l, cp); err != nil {
+			t.Fatal(err)
+		}
+		q, b := tr.reset()
+		return cp, q, b
+	}
+	for seq := 1; seq < codec.SegmentSteps-1; seq++ {
+		_, q, b := step()
+		switch {
+		case seq == 2: // the first model call stores its tool list
+			if len(q) != 0 || b != 1 {
+				t.Fatalf("step %d (a new tool list): %d statements %v, %d batches; want one batch", seq, len(q), q, b)
+			}
+		case len(q) != 1 || b != 0 || !strings.Contains(q[0], "INSERT INTO steps"):
+			t.Fatalf("step %d: %d statements %v, %d batches; want the fenced insert alone", seq, len(q), q, b)
+		}
+	}
+	if _, q, b := step(); len(q) != 0 || b != 1 { // step 63 closes the first segment
+		t.Fatalf("closing a segment: %d statements %v, %d batches; want one batch", len(q), q, b)
+	}
+	// A status change.
+	pause := withAction("external", g.next().Action.Next())
+	tr.reset()
+	if err := s.Checkpoint(ctx, l, store.Checkpoint{Seq: g.seq, Action: pause}); err != nil {
+		t.Fatal(err)
+	}
+	if q, b := tr.reset(); len(q) != 0 || b != 1 {
+		t.Fatalf("a status change: %d statements %v, %d batches; want one batch", len(q), q, b)
+	}
+	// A tail this store does not know: one read, then the write.
+	s.cache.ForgetTail("r")
+	g.log = pause.Next().Messages
+	if _, q, b := step(); len(q) != 0 || b != 2 {
+		t.Fatalf("a checkpoint that reads its tail: %d statements %v, %d batches; want two batches", len(q), q, b)
+	}
+}
+
+// TestCommonCheckpointLostLease: the fenced insert in autocommit either
+// writes its step under the lease or nothing; a store that remembers the
+// tail but lost the lease writes nothing through the common path.
+func TestCommonCheckpointLostLease(t *testing.T) {
+	t.Parallel()
+	s := openTest(t)
+	ctx := context.Background()
+	l, err := s.CreateRun(ctx, store.NewRun{ID: "r", Agent: "x", Initial: synthInitial("r"), Owner: "h/1/x", LeaseTTL: 3600e9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newSynth("r")
+	if err := s.Checkpoint(ctx, l, g.next()); err != nil {
+		t.Fatal(err)
+	}
+	// Another holder with the same token (impossible through Acquire,
+	// which increments it; the insert checks the holder too).
+	exec(t, s, `UPDATE runs SET lease_owner = 'other/2/y' WHERE id = 'r'`)
+	if err := s.Checkpoint(ctx, l, g.next()); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("a checkpoint under another holder of the same token: %v", err)
+	}
+	if info, _ := s.Run(ctx, "r"); info.LastSeq != 1 {
+		t.Fatalf("a fenced-out checkpoint wrote step %d", info.LastSeq)
+	}
+}
