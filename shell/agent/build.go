@@ -113,6 +113,10 @@ func (s *Spec) provider(role string, m Model, offset int) (shell.ModelProvider, 
 	return nil, fmt.Errorf("unknown provider %q", m.Provider)
 }
 
+// Source is what a run built with opts records of its agent, before MCP
+// servers are listed (Build adds their tools): a key for built agents.
+func (s *Spec) Source(opts BuildOptions) []byte { return s.sourceWith(opts) }
+
 // sourceWith records the agent file and the script override (an absolute
 // path), so resuming the run later rebuilds the same agent.
 func (s *Spec) sourceWith(opts BuildOptions) []byte {

@@ -1,0 +1,132 @@
+package server
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/stepwise-agent/stepwise/shell"
+	"github.com/stepwise-agent/stepwise/shell/agent"
+)
+
+// agentName is what an agent's name may look like: a file name without
+// path separators, dots only inside.
+var agentName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]*(\.[A-Za-z0-9_-]+)*$`)
+
+// agents loads agent files from the server's directory by name (never a
+// path from a request), and builds the agents runs are driven by, from the
+// sources the runs recorded; built agents (with their MCP servers) are kept
+// until Close.
+type agents struct {
+	dir   string
+	mu    sync.Mutex
+	built map[[sha256.Size]byte]*shell.Agent
+}
+
+func newAgents(dir string) (*agents, error) {
+	abs, err := filepath.Abs(dir)
+	if err == nil {
+		abs, err = filepath.EvalSymlinks(abs)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("agents directory: %w", err)
+	}
+	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("agents directory %s: not a directory", dir)
+	}
+	return &agents{dir: abs, built: map[[sha256.Size]byte]*shell.Agent{}}, nil
+}
+
+// path is the file of the agent called name, inside the directory: a name
+// with a separator or "..", or a file that resolves (through symlinks) to
+// outside the directory, is refused.
+func (a *agents) path(name string) (string, error) {
+	if len(name) > 64 || !agentName.MatchString(name) {
+		return "", errorf(http.StatusBadRequest, codeUnknownAgent, "agent %q: a name is letters, digits, '_', '-' and inner dots, no path", name)
+	}
+	p := filepath.Join(a.dir, name+".toml")
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return "", errorf(http.StatusNotFound, codeUnknownAgent, "no agent %q in the agents directory", name)
+	}
+	rel, err := filepath.Rel(a.dir, real)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", errorf(http.StatusNotFound, codeUnknownAgent, "no agent %q in the agents directory", name)
+	}
+	if fi, err := os.Stat(real); err != nil || !fi.Mode().IsRegular() {
+		return "", errorf(http.StatusNotFound, codeUnknownAgent, "no agent %q in the agents directory", name)
+	}
+	return real, nil
+}
+
+// byName builds the agent called name.
+func (a *agents) byName(name string) (*shell.Agent, *agent.Spec, error) {
+	p, err := a.path(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	spec, err := agent.Load(p)
+	if err != nil {
+		return nil, nil, errorf(http.StatusUnprocessableEntity, codeInvalidAgent, "%v", err)
+	}
+	ag, err := a.build(spec, agent.BuildOptions{})
+	return ag, spec, err
+}
+
+// bySource builds the agent a run recorded (its Config).
+func (a *agents) bySource(src []byte) (*shell.Agent, *agent.Spec, error) {
+	spec, opts, err := agent.FromSource(src)
+	if err != nil {
+		return nil, nil, errorf(http.StatusUnprocessableEntity, codeInvalidAgent, "%v", err)
+	}
+	ag, err := a.build(spec, opts)
+	return ag, spec, err
+}
+
+// build builds spec once per distinct source.
+func (a *agents) build(spec *agent.Spec, opts agent.BuildOptions) (*shell.Agent, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	key := sha256.Sum256(spec.Source(opts))
+	if ag, ok := a.built[key]; ok {
+		return ag, nil
+	}
+	ag, err := spec.Build(opts)
+	if err != nil {
+		return nil, errorf(http.StatusUnprocessableEntity, codeInvalidAgent, "%v", err)
+	}
+	a.built[key] = ag
+	return ag, nil
+}
+
+// names lists the agents in the directory.
+func (a *agents) names() []string {
+	files, _ := filepath.Glob(filepath.Join(a.dir, "*.toml"))
+	var out []string
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".toml")
+		if _, err := a.path(name); err == nil {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// close shuts down what the built agents hold (MCP servers).
+func (a *agents) close() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for k, ag := range a.built {
+		if ag.Close != nil {
+			_ = ag.Close()
+		}
+		delete(a.built, k)
+	}
+}

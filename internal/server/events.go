@@ -1,0 +1,244 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/stepwise-agent/stepwise/shell"
+	"github.com/stepwise-agent/stepwise/store"
+)
+
+// hub tells the event streams of a run that it changed: it is the runner's
+// observer (every step of the runs this server drives) and hears of the
+// changes requests make. Streams also poll the store, for the steps other
+// servers write.
+type hub struct {
+	mu     sync.Mutex
+	subs   map[string]map[chan struct{}]bool
+	closed chan struct{}
+	once   sync.Once
+}
+
+func newHub() *hub {
+	return &hub{subs: map[string]map[chan struct{}]bool{}, closed: make(chan struct{})}
+}
+
+// Event implements shell.Observer.
+func (h *hub) Event(e shell.Event) { h.notify(e.RunID) }
+
+// notify wakes the streams of a run.
+func (h *hub) notify(runID string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for ch := range h.subs[runID] {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (h *hub) subscribe(runID string) (chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.subs[runID] == nil {
+		h.subs[runID] = map[chan struct{}]bool{}
+	}
+	h.subs[runID][ch] = true
+	return ch, func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		delete(h.subs[runID], ch)
+		if len(h.subs[runID]) == 0 {
+			delete(h.subs, runID)
+		}
+	}
+}
+
+// close ends every stream (the server is shutting down).
+func (h *hub) close() { h.once.Do(func() { close(h.closed) }) }
+
+// lastEventID reads where a client's stream stopped: the seq of the last
+// step it got ("7", or "7.3" for the third delta of step 7), -1 for none.
+func lastEventID(r *http.Request) (int, error) {
+	v := r.Header.Get("Last-Event-ID")
+	if v == "" {
+		v = r.URL.Query().Get("after")
+	}
+	if v == "" {
+		return -1, nil
+	}
+	seq, _, _ := strings.Cut(v, ".")
+	n, err := strconv.Atoi(seq)
+	if err != nil || n < -1 {
+		return 0, errorf(http.StatusBadRequest, codeBadRequest, "Last-Event-ID %q is not a step number", v)
+	}
+	return n, nil
+}
+
+// stepsAfter reads the steps of run id after seq after, each with the
+// messages it added.
+func (s *Server) stepsAfter(ctx context.Context, id string, after, limit int) ([]apiStep, error) {
+	var out []apiStep
+	prev := 0
+	from := max(after, 0)
+	errFull := errors.New("full")
+	err := s.cfg.Store.StepsFrom(ctx, id, from, func(rec store.StepRecord) error {
+		if rec.Seq <= after {
+			prev = len(rec.State.Messages)
+			return nil
+		}
+		out = append(out, stepOf(rec, prev))
+		prev = len(rec.State.Messages)
+		if limit > 0 && len(out) >= limit {
+			return errFull
+		}
+		return nil
+	})
+	if errors.Is(err, errFull) {
+		err = nil
+	}
+	return out, err
+}
+
+// events streams a run: Server-Sent Events of its steps ("step", id the
+// step's seq), its state ("run", whenever its status or holder changes),
+// and "end" once it ended and every step was sent. A client that
+// reconnects with Last-Event-ID gets the steps after it, none twice. With
+// ?wait=DURATION (and no text/event-stream in Accept) it long-polls
+// instead: the steps after ?after=SEQ, as JSON, at once when there are
+// some, else as soon as one comes or the wait passes.
+func (s *Server) events(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	ri, err := s.cfg.Store.Run(r.Context(), id)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	after, err := lastEventID(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if wait := r.URL.Query().Get("wait"); wait != "" && !strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+		s.longPoll(w, r, id, after, wait)
+		return
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		writeError(w, errors.New("streaming is not supported"))
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	wake, done := s.hub.subscribe(id)
+	defer done()
+	poll := time.NewTicker(s.cfg.Poll)
+	defer poll.Stop()
+	ping := time.NewTicker(15 * time.Second)
+	defer ping.Stop()
+	var lastRun string
+	for {
+		steps, err := s.stepsAfter(r.Context(), id, after, 500)
+		if err != nil {
+			fmt.Fprintf(w, "event: error\ndata: %s\n\n", jsonText(map[string]string{"message": err.Error()}))
+			flusher.Flush()
+			return
+		}
+		for _, st := range steps {
+			fmt.Fprintf(w, "id: %d\nevent: step\ndata: %s\n\n", st.Seq, jsonText(st))
+			after = st.Seq
+		}
+		if ri, err = s.cfg.Store.Run(r.Context(), id); err == nil {
+			if run := jsonText(runOf(ri, time.Now())); run != lastRun {
+				fmt.Fprintf(w, "event: run\ndata: %s\n\n", run)
+				lastRun = run
+			}
+			if ri.Status.Ended() && after >= ri.LastSeq && len(steps) < 500 {
+				fmt.Fprintf(w, "event: end\ndata: {}\n\n")
+				flusher.Flush()
+				return
+			}
+		}
+		flusher.Flush()
+		if len(steps) == 500 {
+			continue // more to send at once
+		}
+		select {
+		case <-r.Context().Done():
+			return
+		case <-s.hub.closed:
+			return
+		case <-wake:
+		case <-poll.C:
+		case <-ping.C:
+			fmt.Fprint(w, ": ping\n\n")
+			flusher.Flush()
+		}
+	}
+}
+
+// longPoll answers ?wait= requests: {"steps": [...], "run": {...}}.
+func (s *Server) longPoll(w http.ResponseWriter, r *http.Request, id string, after int, waitText string) {
+	wait, err := time.ParseDuration(waitText)
+	if err != nil || wait < 0 || wait > 5*time.Minute {
+		writeError(w, errorf(http.StatusBadRequest, codeBadRequest, "wait %q: want a duration up to 5m, like 30s", waitText))
+		return
+	}
+	wake, done := s.hub.subscribe(id)
+	defer done()
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	poll := time.NewTicker(s.cfg.Poll)
+	defer poll.Stop()
+	for {
+		steps, err := s.stepsAfter(r.Context(), id, after, 500)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		ri, err := s.cfg.Store.Run(r.Context(), id)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		if len(steps) > 0 || ri.Status.Ended() {
+			writeJSON(w, http.StatusOK, map[string]any{"steps": nonNilSteps(steps), "run": runOf(ri, time.Now())})
+			return
+		}
+		select {
+		case <-r.Context().Done():
+			return
+		case <-s.hub.closed:
+			writeJSON(w, http.StatusOK, map[string]any{"steps": []apiStep{}, "run": runOf(ri, time.Now())})
+			return
+		case <-deadline.C:
+			writeJSON(w, http.StatusOK, map[string]any{"steps": []apiStep{}, "run": runOf(ri, time.Now())})
+			return
+		case <-wake:
+		case <-poll.C:
+		}
+	}
+}
+
+func nonNilSteps(s []apiStep) []apiStep {
+	if s == nil {
+		return []apiStep{}
+	}
+	return s
+}
+
+func jsonText(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}

@@ -1,0 +1,539 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/stepwise-agent/stepwise/core"
+	"github.com/stepwise-agent/stepwise/shell"
+	"github.com/stepwise-agent/stepwise/shell/agent"
+	"github.com/stepwise-agent/stepwise/store"
+)
+
+// maxInput bounds a run's input.
+const maxInput = 256 << 10
+
+// route is one route of the API, as openapi.json documents it.
+type route struct {
+	method, path string
+	handle       func(*Server, http.ResponseWriter, *http.Request)
+}
+
+// apiRoutes are the API's routes; a test keeps openapi.json true to them.
+var apiRoutes = []route{
+	{"POST", "/v1/runs", (*Server).createRun},
+	{"GET", "/v1/runs", (*Server).listRuns},
+	{"GET", "/v1/runs/{id}", (*Server).getRun},
+	{"GET", "/v1/runs/{id}/steps", (*Server).getSteps},
+	{"POST", "/v1/runs/{id}/results", (*Server).postResults},
+	{"POST", "/v1/runs/{id}/resume", (*Server).resumeRun},
+	{"POST", "/v1/runs/{id}/cancel", (*Server).cancelRun},
+	{"POST", "/v1/runs/{id}/fork", (*Server).forkRun},
+	{"POST", "/v1/runs/{id}/replay", (*Server).replayRun},
+	{"GET", "/v1/runs/{id}/events", (*Server).events},
+	{"GET", "/v1/agents", (*Server).listAgents},
+	{"GET", "/openapi.json", (*Server).openAPI},
+	{"GET", "/healthz", func(_ *Server, w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	}},
+}
+
+func (s *Server) routes() *http.ServeMux {
+	m := http.NewServeMux()
+	for _, rt := range apiRoutes {
+		m.HandleFunc(rt.method+" "+rt.path, func(w http.ResponseWriter, r *http.Request) { rt.handle(s, w, r) })
+	}
+	m.HandleFunc("GET /{$}", s.page)
+	m.HandleFunc("GET /ui/{file}", s.asset)
+	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if allow := allowed(m, r); len(allow) > 0 {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			writeError(w, errorf(http.StatusMethodNotAllowed, codeMethod, "%s %s: allowed %s", r.Method, r.URL.Path, strings.Join(allow, ", ")))
+			return
+		}
+		writeError(w, errorf(http.StatusNotFound, codeNotFound, "no route %s %s", r.Method, r.URL.Path))
+	})
+	return m
+}
+
+// allowed lists the methods that have a route for r's path (the catch-all
+// route hides the mux's own 405s).
+func allowed(m *http.ServeMux, r *http.Request) []string {
+	var out []string
+	for _, method := range []string{"GET", "POST"} {
+		probe := r.Clone(r.Context())
+		probe.Method = method
+		if _, pattern := m.Handler(probe); pattern != "/" && pattern != "" {
+			out = append(out, method)
+		}
+	}
+	return out
+}
+
+// decode reads a JSON body into v strictly: unknown fields, trailing data
+// and a body over the limit are refused. An empty body is v's zero value
+// when empty is allowed.
+func decode(r *http.Request, v any, empty bool) error {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return classify(err)
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		if empty {
+			return nil
+		}
+		return errorf(http.StatusBadRequest, codeBadRequest, "the request needs a JSON body")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return errorf(http.StatusBadRequest, codeBadRequest, "the body: %v", err)
+	}
+	if dec.More() {
+		return errorf(http.StatusBadRequest, codeBadRequest, "the body holds more than one JSON value")
+	}
+	return nil
+}
+
+// runOptions are the options of POST /v1/runs.
+type runOptions struct {
+	// Wait, a duration, answers once the run leaves running (completed,
+	// failed, paused, stalled) or the wait passes.
+	Wait string `json:"wait,omitempty"`
+}
+
+type createRequest struct {
+	Agent   string     `json:"agent"`
+	Input   string     `json:"input"`
+	Options runOptions `json:"options"`
+}
+
+func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
+	var req createRequest
+	if err := decode(r, &req, false); err != nil {
+		writeError(w, err)
+		return
+	}
+	wait, err := parseWait(req.Options.Wait)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	switch {
+	case req.Agent == "":
+		writeError(w, errorf(http.StatusBadRequest, codeBadRequest, "agent is required: the name of an agent file in the server's agents directory"))
+		return
+	case len(req.Input) > maxInput:
+		writeError(w, errorf(http.StatusRequestEntityTooLarge, codeTooLarge, "the input is larger than %d bytes", maxInput))
+		return
+	}
+	ag, _, err := s.agents.byName(req.Agent)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	id, err := s.runner.Create(r.Context(), ag, req.Input)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	s.poke()
+	s.respondRun(w, r, id, http.StatusCreated, wait)
+}
+
+// parseWait reads a wait option: "" for none, else a duration up to 5m.
+func parseWait(v string) (time.Duration, error) {
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 || d > 5*time.Minute {
+		return 0, errorf(http.StatusBadRequest, codeBadRequest, "wait %q: want a duration up to 5m, like 30s", v)
+	}
+	return d, nil
+}
+
+// respondRun answers with the run, after waiting up to wait for it to
+// leave running.
+func (s *Server) respondRun(w http.ResponseWriter, r *http.Request, id string, status int, wait time.Duration) {
+	if wait > 0 {
+		wake, done := s.hub.subscribe(id)
+		defer done()
+		deadline := time.NewTimer(wait)
+		defer deadline.Stop()
+		poll := time.NewTicker(s.cfg.Poll)
+		defer poll.Stop()
+	waiting:
+		for {
+			if ri, err := s.cfg.Store.Run(r.Context(), id); err != nil || ri.Status != store.StatusRunning {
+				break
+			}
+			select {
+			case <-r.Context().Done():
+				return
+			case <-deadline.C:
+				break waiting
+			case <-wake:
+			case <-poll.C:
+			}
+		}
+	}
+	run, err := s.runJSON(r.Context(), id)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, status, run)
+}
+
+// runJSON is the run with what its last state tells.
+func (s *Server) runJSON(ctx context.Context, id string) (apiRun, error) {
+	ri, err := s.cfg.Store.Run(ctx, id)
+	if err != nil {
+		return apiRun{}, err
+	}
+	run := runOf(ri, time.Now())
+	rec, err := s.cfg.Store.LoadLatest(ctx, id)
+	if err != nil {
+		return apiRun{}, err
+	}
+	run.withState(rec.State)
+	if !ri.Status.Ended() {
+		if spec, _, err := agent.FromSource(ri.Config); err == nil {
+			if doubt, err := s.runner.InDoubt(ctx, &shell.Agent{Config: spec.Config}, id); err == nil {
+				for _, d := range doubt {
+					run.InDoubt = append(run.InDoubt, apiInDoubt{apiCall: callOf(d.Call), Step: d.Step, Started: stamp(d.Started)})
+				}
+			}
+		}
+	}
+	return run, nil
+}
+
+func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
+	run, err := s.runJSON(r.Context(), r.PathValue("id"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, run)
+}
+
+func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := store.Filter{Agent: q.Get("agent"), Limit: defaultPageSize}
+	if v := q.Get("status"); v != "" {
+		st := store.Status(v)
+		if !st.Valid() {
+			writeError(w, errorf(http.StatusBadRequest, codeBadRequest, "status %q is not one of the run statuses", v))
+			return
+		}
+		f.Status = st
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxListLimit {
+			writeError(w, errorf(http.StatusBadRequest, codeBadRequest, "limit %q: want 1 to %d", v, maxListLimit))
+			return
+		}
+		f.Limit = n
+	}
+	c, err := decodeCursor(q.Get("cursor"))
+	if err != nil {
+		writeError(w, errorf(http.StatusBadRequest, codeBadRequest, "%v", err))
+		return
+	}
+	f.Before = c
+	want := f.Limit
+	f.Limit++
+	runs, err := s.cfg.Store.ListRuns(r.Context(), f)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	out := struct {
+		Runs []apiRun `json:"runs"`
+		Next string   `json:"next_cursor,omitempty"`
+	}{Runs: []apiRun{}}
+	now := time.Now()
+	for i, ri := range runs {
+		if i == want {
+			out.Next = encodeCursor(store.CursorOf(runs[i-1]))
+			break
+		}
+		out.Runs = append(out.Runs, runOf(ri, now))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) getSteps(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if _, err := s.cfg.Store.Run(r.Context(), id); err != nil {
+		writeError(w, err)
+		return
+	}
+	from := 0
+	if v := r.URL.Query().Get("from"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			writeError(w, errorf(http.StatusBadRequest, codeBadRequest, "from %q: want a step number", v))
+			return
+		}
+		from = n
+	}
+	limit := 500
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 5000 {
+			writeError(w, errorf(http.StatusBadRequest, codeBadRequest, "limit %q: want 1 to 5000", v))
+			return
+		}
+		limit = n
+	}
+	steps, err := s.stepsAfter(r.Context(), id, from-1, limit)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"steps": nonNilSteps(steps)})
+}
+
+// agentFor is the agent a request names (from the agents directory), else
+// the one the run is driven by now.
+func (s *Server) agentFor(ctx context.Context, id, name string) (*shell.Agent, error) {
+	if name != "" {
+		ag, _, err := s.agents.byName(name)
+		return ag, err
+	}
+	ri, err := s.cfg.Store.Run(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	ag, _, err := s.agents.bySource(ri.Config)
+	return ag, err
+}
+
+func (s *Server) postResults(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	ans, err := shell.ParseResults(body)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	ag, err := s.agentFor(r.Context(), id, "")
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if _, err := s.runner.Answer(r.Context(), ag, id, ans); err != nil {
+		writeError(w, err)
+		return
+	}
+	s.poke()
+	s.hub.notify(id)
+	s.respondRun(w, r, id, http.StatusOK, 0)
+}
+
+type resumeRequest struct {
+	// Agent, when set, drives the run from now on (the change is recorded).
+	Agent string `json:"agent,omitempty"`
+}
+
+func (s *Server) resumeRun(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	var req resumeRequest
+	if err := decode(r, &req, true); err != nil {
+		writeError(w, err)
+		return
+	}
+	ag, err := s.agentFor(r.Context(), id, req.Agent)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if _, err := s.runner.Requeue(r.Context(), ag, id); err != nil {
+		writeError(w, err)
+		return
+	}
+	s.poke()
+	s.hub.notify(id)
+	s.respondRun(w, r, id, http.StatusAccepted, 0)
+}
+
+type cancelRequest struct {
+	Reason string `json:"reason,omitempty"`
+}
+
+func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	var req cancelRequest
+	if err := decode(r, &req, true); err != nil {
+		writeError(w, err)
+		return
+	}
+	ag, err := s.agentFor(r.Context(), id, "")
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	opts := s.cfg.Runner
+	opts.Owner, opts.Observer = s.owner, s.hub
+	if s.interruptLocal(id) {
+		opts.Wait = s.cfg.Grace // the drive here lets the run go at once
+	}
+	if _, err := shell.NewRunner(s.cfg.Store, &opts).Cancel(r.Context(), ag, id, req.Reason); err != nil {
+		writeError(w, err)
+		return
+	}
+	s.hub.notify(id)
+	s.respondRun(w, r, id, http.StatusOK, 0)
+}
+
+// forkRequest forks a run at step At: with Result (tool results, as POST
+// results takes them) or Reply (a model reply) that step's request gets
+// it; with neither it is performed again.
+type forkRequest struct {
+	At     *int            `json:"at"`
+	Result json.RawMessage `json:"result,omitempty"`
+	Reply  *forkReply      `json:"reply,omitempty"`
+	Agent  string          `json:"agent,omitempty"`
+}
+
+type forkReply struct {
+	Text      string            `json:"text"`
+	ToolCalls []core.NativeCall `json:"tool_calls,omitempty"`
+}
+
+func (s *Server) forkRun(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	var req forkRequest
+	if err := decode(r, &req, false); err != nil {
+		writeError(w, err)
+		return
+	}
+	if req.At == nil || *req.At < 0 {
+		writeError(w, errorf(http.StatusBadRequest, codeBadRequest, "at, the step to fork from, is required"))
+		return
+	}
+	var res core.Result
+	switch {
+	case req.Result != nil && req.Reply != nil:
+		writeError(w, errorf(http.StatusBadRequest, codeBadRequest, "give result or reply, not both"))
+		return
+	case req.Result != nil:
+		ans, err := shell.ParseResults(req.Result)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		if len(ans.NotRun) > 0 {
+			writeError(w, errorf(http.StatusBadRequest, codeInvalidResults, "not_run answers in-doubt calls; a fork takes results"))
+			return
+		}
+		res = core.ToolResults{Results: ans.Results}
+	case req.Reply != nil:
+		res = core.ModelReply{Text: req.Reply.Text, Calls: req.Reply.ToolCalls}
+	}
+	ag, err := s.agentFor(r.Context(), id, req.Agent)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	out, err := s.runner.ForkRunnable(r.Context(), ag, id, *req.At, res)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			err = errorf(http.StatusNotFound, codeNotFound, "%v", err)
+		}
+		writeError(w, err)
+		return
+	}
+	s.poke()
+	s.respondRun(w, r, out.RunID, http.StatusCreated, 0)
+}
+
+type replayRequest struct {
+	// Agent replays against this agent instead of the recorded ones.
+	Agent string `json:"agent,omitempty"`
+}
+
+func (s *Server) replayRun(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	var req replayRequest
+	if err := decode(r, &req, true); err != nil {
+		writeError(w, err)
+		return
+	}
+	ri, err := s.cfg.Store.Run(r.Context(), id)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	var cfg core.Config
+	var changes []shell.ConfigFrom
+	if req.Agent != "" {
+		p, err := s.agents.path(req.Agent)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		spec, err := agent.Load(p)
+		if err != nil {
+			writeError(w, errorf(http.StatusUnprocessableEntity, codeInvalidAgent, "%v", err))
+			return
+		}
+		cfg = spec.Config
+	} else {
+		spec, _, err := agent.FromSource(ri.StartConfig)
+		if err != nil {
+			writeError(w, errorf(http.StatusUnprocessableEntity, codeInvalidAgent, "%v", err))
+			return
+		}
+		cfg = spec.Config
+		recorded, err := s.cfg.Store.AgentChanges(r.Context(), id)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		for _, ch := range recorded {
+			sp, _, err := agent.FromSource(ch.Config)
+			if err != nil {
+				writeError(w, errorf(http.StatusUnprocessableEntity, codeInvalidAgent, "the agent change after step %d: %v", ch.Seq, err))
+				return
+			}
+			changes = append(changes, shell.ConfigFrom{Seq: ch.Seq, Config: sp.Config})
+		}
+	}
+	rep, err := shell.ReplayChanges(r.Context(), s.cfg.Store, id, cfg, changes)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	out := map[string]any{"run_id": rep.RunID, "steps": rep.Steps, "identical": rep.Diverged == nil}
+	if d := rep.Diverged; d != nil {
+		out["divergence"] = map[string]any{"step": d.Seq, "recorded": d.Recorded, "replayed": d.Replayed, "detail": d.Detail}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"agents": nonNilStrings(s.agents.names())})
+}
+
+func nonNilStrings(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

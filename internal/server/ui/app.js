@@ -1,0 +1,1 @@
+// the inspector (work in progress)
