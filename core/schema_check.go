@@ -69,7 +69,7 @@ var unsupportedKeywords = map[string]bool{
 // the tool takes no arguments; otherwise an object schema using only the
 // supported keywords, with patterns that compile and defaults that fit.
 func checkSchema(raw json.RawMessage) error {
-	_, err := compileArgSchema(raw)
+	_, err := cachedArgSchema(raw) // a schema that compiled once is valid
 	return err
 }
 

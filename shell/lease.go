@@ -127,13 +127,16 @@ func Driven(l store.Lease, now time.Time) bool {
 
 // acquire takes the run's lease: at once when it is free or its holder is
 // a dead process on this host, else by waiting up to Options.Wait for it
-// to be released or to expire; otherwise ErrBusy, naming the holder.
+// to be released or to expire (and for a paused run, up to pauseSettle for
+// its driver to let it go); otherwise ErrBusy, naming the holder.
 func (r *Runner) acquire(ctx context.Context, runID string) (store.Lease, error) {
 	var deadline time.Time
 	if r.opts.Wait > 0 {
 		deadline = time.Now().Add(r.opts.Wait)
 	}
 	req := store.LeaseRequest{Owner: r.opts.Owner, TTL: r.opts.LeaseTTL}
+	settleBy := time.Now().Add(pauseSettle)
+	settle := 100 * time.Microsecond
 	for {
 		l, err := r.store.Acquire(ctx, runID, req)
 		busy, ok := errors.AsType[*store.BusyError](err)
@@ -146,16 +149,35 @@ func (r *Runner) acquire(ctx context.Context, runID string) (store.Lease, error)
 			continue
 		}
 		req.TakeOver = nil
-		if deadline.IsZero() || time.Now().After(deadline) {
+		var wait time.Duration
+		switch {
+		case time.Now().Before(settleBy) && r.pausedRun(ctx, runID):
+			// A paused run is held only while its driver lets it go
+			// (the pause is checkpointed just before the lease is
+			// released): a caller who saw the pause and answers at
+			// once waits for that, not for a busy error.
+			wait, settle = settle, min(2*settle, 100*time.Millisecond)
+		case !deadline.IsZero() && time.Now().Before(deadline):
+			wait = min(250*time.Millisecond, time.Until(deadline)+time.Millisecond)
+		default:
 			return store.Lease{}, fmt.Errorf("run %s: %w", runID, busyError{busy})
 		}
-		wait := min(250*time.Millisecond, time.Until(deadline)+time.Millisecond)
 		select {
 		case <-ctx.Done():
 			return store.Lease{}, ctx.Err()
 		case <-time.After(wait):
 		}
 	}
+}
+
+// pauseSettle bounds how long acquire waits for the driver of a paused run
+// to let it go.
+const pauseSettle = 5 * time.Second
+
+// pausedRun reports whether the run waits for external results.
+func (r *Runner) pausedRun(ctx context.Context, runID string) bool {
+	info, err := r.store.Run(ctx, runID)
+	return err == nil && info.Status == store.StatusAwaitingToolResults
 }
 
 // busyError words store.BusyError for people: who holds the run, whether

@@ -41,6 +41,11 @@ func (r *Runner) drive(ctx, hctx context.Context, ag *Agent, cur *cursor, h *hol
 				return Outcome{}, r.lostOr(h, fmt.Errorf("run %s: checkpoint step %d: %w", cur.id, cp.Seq, err))
 			}
 			cur.seq, cur.result = cp.Seq, nil
+			if next := a.Next(); next.Done() {
+				r.states.forget(cur.id)
+			} else {
+				r.states.put(cur.id, cp.Seq, next)
+			}
 		}
 		cur.st = a.Next()
 		if cur.stop != nil {

@@ -88,6 +88,9 @@ type Event struct {
 type Runner struct {
 	store Store
 	opts  Options
+	// states are the last states this runner checkpointed (see
+	// stateCache).
+	states stateCache
 }
 
 // NewRunner returns a runner that checkpoints to st.
@@ -335,8 +338,10 @@ func (r *Runner) load(ctx context.Context, h *holding, ag *Agent, runID string) 
 	if err != nil {
 		return nil, fmt.Errorf("load run %s: %w", runID, err)
 	}
-	rec, err := r.store.LoadLatest(ctx, runID)
-	if err != nil {
+	rec := store.StepRecord{Seq: info.LastSeq}
+	if st, ok := r.states.get(runID, info.LastSeq); ok {
+		rec.State = st
+	} else if rec, err = r.store.LoadLatest(ctx, runID); err != nil {
 		return nil, fmt.Errorf("load run %s: %w", runID, err)
 	}
 	if info.Status.Ended() {
@@ -356,9 +361,12 @@ func (r *Runner) load(ctx context.Context, h *holding, ag *Agent, runID string) 
 	return &cursor{id: runID, seq: rec.Seq, st: rec.State}, nil
 }
 
+// newRunID makes a run id: its creation time (so ids sort by it), then 128
+// random bits, so that an id cannot be guessed (a server's API hands a run
+// to whoever knows its id).
 func newRunID() string {
-	var b [8]byte
+	var b [16]byte
 	_, _ = rand.Read(b[:])
 	ts := time.Now().UTC().Format("20060102-150405")
-	return "r" + ts + "-" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))[:10]
+	return "r" + ts + "-" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
 }

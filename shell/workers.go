@@ -32,6 +32,7 @@ func (r *Runner) Create(ctx context.Context, ag *Agent, input string) (string, e
 	}); err != nil {
 		return "", fmt.Errorf("create run: %w", err)
 	}
+	r.states.put(id, 0, st)
 	return id, nil
 }
 

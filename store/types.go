@@ -131,6 +131,8 @@ type Filter struct {
 	// of them or Status).
 	Statuses []Status
 	Agent    string
+	// Parent, when set, selects the forks of that run.
+	Parent string
 	// Limit caps the number of runs returned (0: no cap).
 	Limit int
 	// Before, when set, selects only the runs that come after this one in

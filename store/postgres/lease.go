@@ -135,13 +135,15 @@ func lostOrMissing(ctx context.Context, q querier, l store.Lease) error {
 	return store.LeaseLost(l, owner, token)
 }
 
-// claimSQL hands the oldest runnable run to a worker in one statement: it
+// claimSQL hands the oldest runnable run to a worker in one statement (a
+// free lease's expiry is 0, so an expiry not after now is a free or
+// expired lease; the index runs_claimable holds the candidates): it
 // locks the first candidate no other claim or Acquire holds (SKIP LOCKED,
 // so racing workers take different runs, each re-checked against its
 // latest version once locked) and writes the new holder and token.
 const claimSQL = `WITH c AS (
 	SELECT rk FROM runs
-	WHERE status IN ('running', 'stalled') AND (lease_owner = '' OR lease_expires_ns <= $1) AND (status = 'running' OR retry_ns <= $1)
+	WHERE status IN ('running', 'stalled') AND lease_expires_ns <= $1 AND (status = 'running' OR retry_ns <= $1)
 	ORDER BY created_ns, id LIMIT 1 FOR UPDATE SKIP LOCKED)
 UPDATE runs r SET lease_owner = $2, lease_token = r.lease_token + 1, lease_expires_ns = $3 FROM c WHERE r.rk = c.rk
 RETURNING r.id, r.lease_token`

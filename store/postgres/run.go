@@ -166,6 +166,9 @@ func (s *Postgres) ListRuns(ctx context.Context, f store.Filter) ([]store.RunInf
 	if f.Agent != "" {
 		where = append(where, "r.agent = "+arg(f.Agent))
 	}
+	if f.Parent != "" {
+		where = append(where, "r.parent_id = "+arg(f.Parent))
+	}
 	if c := f.Before; c != nil {
 		ns, id := arg(c.Created.UnixNano()), arg(c.ID)
 		where = append(where, "(r.created_ns < "+ns+" OR (r.created_ns = "+ns+" AND r.id > "+id+"))")

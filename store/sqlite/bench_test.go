@@ -351,3 +351,23 @@ func BenchmarkEncodeStep(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(cps)), "ns/step")
 }
+
+// BenchmarkRun reads a run's row (what a server reads on most requests).
+func BenchmarkRun(b *testing.B) {
+	s := openTest(b)
+	ctx := context.Background()
+	log := newRun(b, s, "r1").Messages
+	var cp store.Checkpoint
+	for seq := 1; seq <= 100; seq++ {
+		cp, log = turnStep(log, seq, 10)
+		if err := s.Checkpoint(ctx, leaseOf(b, s, "r1"), cp); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for range b.N {
+		if _, err := s.Run(ctx, "r1"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

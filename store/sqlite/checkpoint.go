@@ -11,10 +11,6 @@ import (
 	"github.com/stepwise-agent/stepwise/store/internal/codec"
 )
 
-// errNotFenced reports, from inside the hot transaction, that the fenced
-// insert wrote nothing; the checkpoint then explains it (ErrLeaseLost).
-var errNotFenced = errors.New("not fenced")
-
 // Checkpoint appends a step to a run in one transaction (see store.Runs):
 // the step row and, when the action changes it, the run's status, a
 // segment every codec.SegmentSteps steps, and a tool list this store does
@@ -40,39 +36,35 @@ func (s *SQLite) Checkpoint(ctx context.Context, l store.Lease, cp store.Checkpo
 	t, ok := s.cache.Tail(runID)
 	if ok && t.Seq == cp.Seq-1 && t.Status == status && !status.Ended() && !codec.ClosesSegment(cp.Seq) {
 		// The common checkpoint: this store wrote the step before, the
-		// status stays, no segment closes. It is one insert, and the
-		// whole transaction runs at the driver level in one go; the row
-		// is built before it begins. A model call whose tool list this
-		// store does not hold yet takes the general path.
-		var row codec.Row
-		err = s.writeHot(ctx, func() (err error) {
-			buf, spare := s.scratch()
-			row, spare, err = codec.Build(buf, spare, t, cp, s.now().UnixNano(), &s.tools)
-			s.keepScratch(row.Buf, spare)
-			if err == nil && row.NewTools != nil {
-				err = errNewTools
-			}
-			return err
-		}, func(h *hotStmts) error {
-			fenced, err := h.insertFenced(&row, t.RK, l)
-			if err != nil {
-				return fmt.Errorf("insert step: %w", err)
-			}
-			if !fenced {
-				return errNotFenced
-			}
-			after, open = row.Tail(t.RK, status), s.cache.OpenSegment(t.RK).Extend(&row, t.MsgCount)
-			return nil
-		})
+		// status stays, no segment closes. It is one insert, at the
+		// driver level, committed alone or with the writes that arrive
+		// meanwhile (batch.go); the row is built before. A model call
+		// whose tool list this store does not hold yet takes the
+		// general path.
+		r := getWriteReq()
+		var spare []byte
+		r.row, spare, err = codec.Build(r.buf, r.spare, t, cp, s.now().UnixNano(), &s.tools)
+		r.spare = spare
 		switch {
-		case errors.Is(err, errNotFenced):
-			err = lostOrMissing(ctx, s.r, l)
-		case errors.Is(err, errNewTools):
+		case err != nil:
+		case r.row.NewTools != nil:
 			err = s.write(ctx, "", func(tx *wtx) error {
 				after, open, err = s.appendStep(ctx, tx, l, cp, status)
 				return err
 			})
+		default:
+			r.ctx, r.rk, r.lease = ctx, t.RK, l
+			s.commit(r)
+			switch {
+			case r.err != nil:
+				err = r.err
+			case !r.fenced:
+				err = lostOrMissing(ctx, s.r, l)
+			default:
+				after, open = r.row.Tail(t.RK, status), s.cache.OpenSegment(t.RK).Extend(&r.row, t.MsgCount)
+			}
 		}
+		putWriteReq(r)
 	} else {
 		err = s.write(ctx, "", func(tx *wtx) error {
 			after, open, err = s.appendStep(ctx, tx, l, cp, status)
@@ -87,10 +79,6 @@ func (s *SQLite) Checkpoint(ctx context.Context, l store.Lease, cp store.Checkpo
 	s.cache.SetTail(runID, after)
 	return nil
 }
-
-// errNewTools sends a checkpoint off the hot path: its row refers to a tool
-// list this store must write first.
-var errNewTools = errors.New("a new tool list")
 
 // appendStep writes cp to the run inside tx, reading the run's last step
 // unless this store wrote it. It returns the run's tail and its open

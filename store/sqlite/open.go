@@ -57,6 +57,8 @@ type SQLite struct {
 	r *sql.DB
 	// The write connection's hot statements (see write.go).
 	hot hotCache
+	// batch queues common checkpoints for group commit (batch.go).
+	batch batcher
 	// What this store remembers of the runs it writes (tails and open
 	// segments) and of the tool lists it holds.
 	cache codec.RunCache

@@ -90,14 +90,18 @@ func insertRun(ctx context.Context, tx dbtx, r codec.RunRow) (int64, error) {
 	return res.LastInsertId()
 }
 
-// runSelect reads RunInfo columns; the last step gives LastSeq and, when it
-// is later than the run's own update, Updated.
+// runSelect reads RunInfo columns; the last step gives LastSeq (a step's
+// id is the run's key << 32 plus its seq) and, when it is later than the
+// run's own update, Updated. The last step is read by scalar subqueries,
+// not joined: SQLite runs a join on a correlated subquery several times
+// slower (BenchmarkRun), and a server reads a run on most requests.
 const runSelect = `SELECT r.id, r.agent, r.config_hash,
 	coalesce((SELECT a.config FROM agent_changes a WHERE a.rk = r.rk ORDER BY a.ord DESC LIMIT 1), r.config),
-	r.input, r.status, r.created_ns, max(r.updated_ns, s.created_ns),
-	r.answer, r.fail_code, r.reason, r.parent_id, r.parent_step, s.seq,
+	r.input, r.status, r.created_ns,
+	max(r.updated_ns, (SELECT created_ns FROM steps WHERE id BETWEEN r.rk << 32 AND (r.rk << 32) + 4294967295 ORDER BY id DESC LIMIT 1)),
+	r.answer, r.fail_code, r.reason, r.parent_id, r.parent_step, ` + lastStepID + ` - (r.rk << 32),
 	r.retry_ns, r.lease_owner, r.lease_token, r.lease_expires_ns, r.config
-	FROM runs r JOIN steps s ON s.id = ` + lastStepID
+	FROM runs r`
 
 func scanRun(sc interface{ Scan(...any) error }) (store.RunInfo, error) {
 	var ri store.RunInfo
@@ -158,6 +162,9 @@ func (s *SQLite) ListRuns(ctx context.Context, f store.Filter) ([]store.RunInfo,
 	}
 	if f.Agent != "" {
 		where, args = append(where, "r.agent = ?"), append(args, f.Agent)
+	}
+	if f.Parent != "" {
+		where, args = append(where, "r.parent_id = ?"), append(args, f.Parent)
 	}
 	if c := f.Before; c != nil {
 		ns := c.Created.UnixNano()

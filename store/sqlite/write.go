@@ -60,31 +60,15 @@ func (s *SQLite) inWrite(ctx context.Context, fn func(*wtx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	conn, err := s.w.Conn(ctx)
+	r := getWriteReq()
+	r.ctx, r.fn = ctx, fn
+	s.commit(r) // batch.go
+	err, committed := r.err, r.committed
+	putWriteReq(r)
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
-	tx := &wtx{Conn: conn, s: s}
-	if err := tx.hot(func(h *hotStmts) error { return h.exec(hotBegin) }); err != nil {
-		tx.rollback()
-		return fmt.Errorf("begin: %w", err)
-	}
-	// BEGIN may have waited for another writer's lock: a caller that gave
-	// up meanwhile writes nothing.
-	if err := stillWanted(ctx); err != nil {
-		tx.rollback()
-		return err
-	}
-	if err := fn(tx); err != nil {
-		tx.rollback()
-		return err
-	}
-	if err := tx.hot(func(h *hotStmts) error { return h.exec(hotCommit) }); err != nil {
-		tx.rollback()
-		return fmt.Errorf("commit: %w", err)
-	}
-	for _, fn := range tx.committed {
+	for _, fn := range committed {
 		fn()
 	}
 	return nil
@@ -135,48 +119,6 @@ func rollbackConn(c *sqlite3.SQLiteConn) bool {
 	}
 	_, err := c.Exec("ROLLBACK", nil)
 	return err == nil && c.AutoCommit()
-}
-
-// writeHot runs fn, whose statements are all hot ones, in a write
-// transaction: prepare (holding the write connection, so it may use the
-// scratch buffer), then BEGIN, fn and COMMIT (or ROLLBACK), in one visit to
-// the driver connection with nothing of database/sql in between. This is
-// the common checkpoint's path (Checkpoint).
-func (s *SQLite) writeHot(ctx context.Context, prepare func() error, fn func(*hotStmts) error) error {
-	conn, err := s.w.Conn(ctx)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	err = conn.Raw(func(dc any) error {
-		c, ok := dc.(*sqlite3.SQLiteConn)
-		if !ok {
-			return fmt.Errorf("unexpected driver connection %T", dc)
-		}
-		if err := prepare(); err != nil {
-			return err
-		}
-		h := s.hotFor(c)
-		if err := h.exec(hotBegin); err != nil {
-			return h.rollback(fmt.Errorf("begin: %w", err))
-		}
-		// BEGIN may have waited for another writer's lock: a caller that
-		// gave up meanwhile writes nothing.
-		if err := stillWanted(ctx); err != nil {
-			return h.rollback(err)
-		}
-		if err := fn(h); err != nil {
-			return h.rollback(err)
-		}
-		if err := h.exec(hotCommit); err != nil {
-			return h.rollback(fmt.Errorf("commit: %w", err))
-		}
-		return nil
-	})
-	if bad, ok := errors.AsType[badConn](err); ok {
-		return bad.err
-	}
-	return err
 }
 
 // badConn is err returned from inside Raw so that database/sql discards
@@ -298,10 +240,13 @@ const (
 	hotCommit
 	hotInsertStep
 	hotInsertFenced
+	hotSavepoint
+	hotRelease
+	hotRollbackTo
 	nHot
 )
 
-var hotSQL = [nHot]string{`BEGIN IMMEDIATE`, `COMMIT`, insertStepSQL, fencedInsertStepSQL}
+var hotSQL = [nHot]string{`BEGIN IMMEDIATE`, `COMMIT`, insertStepSQL, fencedInsertStepSQL, `SAVEPOINT w`, `RELEASE w`, `ROLLBACK TO w`}
 
 // hotStmts are the hot statements prepared at the driver level on one
 // connection, each when first run. They are used only inside

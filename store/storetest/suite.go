@@ -211,6 +211,12 @@ func testCheckpoints(t *testing.T, h Harness) {
 	if fi, err := s.Run(ctx, "fork"); err != nil || fi.ParentID != "r" || fi.ParentStep != rec.Seq || fi.LastSeq != 0 {
 		t.Fatalf("fork: %+v %v", fi, err)
 	}
+	if forks, err := s.ListRuns(ctx, store.Filter{Parent: "r"}); err != nil || len(forks) != 1 || forks[0].ID != "fork" {
+		t.Fatalf("the forks of r: %+v %v", forks, err)
+	}
+	if forks, err := s.ListRuns(ctx, store.Filter{Parent: "fork"}); err != nil || len(forks) != 0 {
+		t.Fatalf("the forks of a run without any: %+v %v", forks, err)
+	}
 	fork.ID, fork.ParentStep = "bad-fork", rec.Seq+5
 	if _, err := s.CreateRun(ctx, fork); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("a fork from a step that does not exist: %v", err)

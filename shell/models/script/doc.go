@@ -11,7 +11,9 @@
 // text; given as a JSON string it is sent verbatim, so a script can hand the
 // core malformed arguments; absent, it is "{}". A line {"error": "..."} (with
 // no other key) makes that call fail with an ordinary, retryable provider
-// error, to simulate a provider outage.
+// error, to simulate a provider outage. "delay_ms" (with any of them) makes
+// the call take that long before it answers, as a real model does (at most
+// ten minutes; a cancelled call returns at once).
 //
 // Which reply answers which call is decided by the request alone, never by a
 // counter inside the provider: call number ModelRequest.Call (1-based, the

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/stepwise-agent/stepwise/core"
 )
@@ -22,6 +23,7 @@ type line struct {
 	FinishReason string     `json:"finish_reason"`
 	Usage        core.Usage `json:"usage"`
 	Error        *string    `json:"error"`
+	DelayMS      int        `json:"delay_ms"`
 }
 
 type lineCall struct {
@@ -36,6 +38,7 @@ type reply struct {
 	reply core.ModelReply
 	err   string
 	isErr bool
+	delay time.Duration // how long the call takes before it answers
 }
 
 // parse reads the replies of a script; errors name the line.
@@ -76,13 +79,17 @@ func parseLine(text []byte) (reply, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return reply{}, errors.New("more than one JSON value on the line")
 	}
+	if l.DelayMS < 0 || l.DelayMS > 600_000 {
+		return reply{}, fmt.Errorf("delay_ms %d: want 0 to 600000", l.DelayMS)
+	}
+	delay := time.Duration(l.DelayMS) * time.Millisecond
 	if l.Error != nil {
 		if l.Text != "" || l.ToolCalls != nil || l.FinishReason != "" || l.Usage != (core.Usage{}) {
 			return reply{}, errors.New(`"error" cannot be combined with other keys`)
 		}
-		return reply{err: *l.Error, isErr: true}, nil
+		return reply{err: *l.Error, isErr: true, delay: delay}, nil
 	}
-	rep := reply{reply: core.ModelReply{Text: l.Text, FinishReason: l.FinishReason, Usage: l.Usage}}
+	rep := reply{reply: core.ModelReply{Text: l.Text, FinishReason: l.FinishReason, Usage: l.Usage}, delay: delay}
 	for i, c := range l.ToolCalls {
 		args, err := arguments(c.Arguments)
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/stepwise-agent/stepwise/core"
 	"github.com/stepwise-agent/stepwise/shell"
@@ -61,6 +62,15 @@ func (p *Provider) Complete(ctx context.Context, req shell.ModelRequest) (core.M
 	rep, err := p.replyFor(req.Call)
 	if err != nil {
 		return core.ModelReply{}, err
+	}
+	if rep.delay > 0 {
+		t := time.NewTimer(rep.delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return core.ModelReply{}, ctx.Err()
+		case <-t.C:
+		}
 	}
 	if rep.isErr {
 		return core.ModelReply{}, fmt.Errorf("script %q line %d: %w: %s", p.name, rep.line, ErrScriptError, rep.err)

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stepwise-agent/stepwise/core"
 	"github.com/stepwise-agent/stepwise/shell"
@@ -76,6 +77,8 @@ func TestParseErrors(t *testing.T) {
 		{"not an object", `["text"]`, `line 1: a reply must be a JSON object`},
 		{"two values", `{"text": "a"} {"text": "b"}`, `line 1: more than one JSON value on the line`},
 		{"error with text", `{"error": "x", "text": "y"}`, `line 1: "error" cannot be combined with other keys`},
+		{"negative delay", `{"text": "a", "delay_ms": -1}`, `line 1: delay_ms -1: want 0 to 600000`},
+		{"long delay", `{"text": "a", "delay_ms": 600001}`, `line 1: delay_ms 600001`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -167,6 +170,22 @@ func TestCancelled(t *testing.T) {
 	}
 }
 
+// A reply with delay_ms takes that long, as a real model does; a call
+// cancelled meanwhile returns at once with the context's error.
+func TestDelay(t *testing.T) {
+	p := mustParse(t, `{"text": "a", "delay_ms": 40}`+"\n"+`{"error": "down", "delay_ms": 60000}`)
+	t0 := time.Now()
+	if r, err := p.Complete(context.Background(), call(1)); err != nil || r.Text != "a" || time.Since(t0) < 40*time.Millisecond {
+		t.Fatalf("delayed reply: %+v %v after %s", r, err, time.Since(t0))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(20*time.Millisecond, cancel)
+	t0 = time.Now()
+	if _, err := p.Complete(ctx, call(2)); !errors.Is(err, context.Canceled) || time.Since(t0) > 30*time.Second {
+		t.Fatalf("cancelled delayed call: %v after %s", err, time.Since(t0))
+	}
+}
+
 func FuzzParse(f *testing.F) {
 	f.Add(`{"text": "hi", "tool_calls": [{"id": "c", "name": "n", "arguments": {"a": 1}}], "usage": {"prompt_tokens": 1}}`)
 	f.Add("# c\n{\"error\": \"x\"}\n{\"tool_calls\": [{\"arguments\": \"{\"}]}")
@@ -179,8 +198,10 @@ func FuzzParse(f *testing.F) {
 			}
 			return
 		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond) // no delay_ms waits
+		defer cancel()
 		for n := 1; n <= p.Len()+1; n++ {
-			p.Complete(context.Background(), call(n))
+			p.Complete(ctx, call(n))
 		}
 	})
 }
