@@ -27,6 +27,9 @@ type agents struct {
 	dir   string
 	mu    sync.Mutex
 	built map[[sha256.Size]byte]*shell.Agent
+	// sources maps a recorded source's digest to what it built; files,
+	// an agent file's path and content.
+	sources, files map[[sha256.Size]byte]builtSource
 }
 
 func newAgents(dir string) (*agents, error) {
@@ -40,7 +43,8 @@ func newAgents(dir string) (*agents, error) {
 	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("agents directory %s: not a directory", dir)
 	}
-	return &agents{dir: abs, built: map[[sha256.Size]byte]*shell.Agent{}}, nil
+	return &agents{dir: abs, built: map[[sha256.Size]byte]*shell.Agent{}, sources: map[[sha256.Size]byte]builtSource{},
+		files: map[[sha256.Size]byte]builtSource{}}, nil
 }
 
 // path is the file of the agent called name, inside the directory: a name
@@ -65,28 +69,67 @@ func (a *agents) path(name string) (string, error) {
 	return real, nil
 }
 
-// byName builds the agent called name.
+// byName builds the agent called name, once per content of its file (a
+// changed file is loaded again).
 func (a *agents) byName(name string) (*shell.Agent, *agent.Spec, error) {
 	p, err := a.path(name)
 	if err != nil {
 		return nil, nil, err
 	}
-	spec, err := agent.Load(p)
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return nil, nil, errorf(http.StatusNotFound, codeUnknownAgent, "no agent %q in the agents directory", name)
+	}
+	key := sha256.Sum256(append([]byte(p+"\x00"), data...))
+	a.mu.Lock()
+	e, ok := a.files[key]
+	a.mu.Unlock()
+	if ok {
+		return e.ag, e.spec, nil
+	}
+	spec, err := agent.Parse(data, p, filepath.Dir(p))
 	if err != nil {
 		return nil, nil, errorf(http.StatusUnprocessableEntity, codeInvalidAgent, "%v", err)
 	}
+	spec.Path = p
 	ag, err := a.build(spec, agent.BuildOptions{})
-	return ag, spec, err
+	if err != nil {
+		return nil, nil, err
+	}
+	a.mu.Lock()
+	a.files[key] = builtSource{ag, spec}
+	a.mu.Unlock()
+	return ag, spec, nil
 }
 
-// bySource builds the agent a run recorded (its Config).
+// bySource builds the agent a run recorded (its Config), once per distinct
+// source: a worker drives runs by it at every turn of a pause.
 func (a *agents) bySource(src []byte) (*shell.Agent, *agent.Spec, error) {
+	key := sha256.Sum256(src)
+	a.mu.Lock()
+	e, ok := a.sources[key]
+	a.mu.Unlock()
+	if ok {
+		return e.ag, e.spec, nil
+	}
 	spec, opts, err := agent.FromSource(src)
 	if err != nil {
 		return nil, nil, errorf(http.StatusUnprocessableEntity, codeInvalidAgent, "%v", err)
 	}
 	ag, err := a.build(spec, opts)
-	return ag, spec, err
+	if err != nil {
+		return nil, nil, err
+	}
+	a.mu.Lock()
+	a.sources[key] = builtSource{ag, spec}
+	a.mu.Unlock()
+	return ag, spec, nil
+}
+
+// builtSource is an agent built from a run's recorded source.
+type builtSource struct {
+	ag   *shell.Agent
+	spec *agent.Spec
 }
 
 // build builds spec once per distinct source.
@@ -129,4 +172,6 @@ func (a *agents) close() {
 		}
 		delete(a.built, k)
 	}
+	clear(a.sources)
+	clear(a.files)
 }

@@ -152,6 +152,31 @@ func callOf(c core.ToolCall) apiCall {
 	return apiCall{ID: c.ID, Name: c.Name, Arguments: args}
 }
 
+// runList is a page of GET /v1/runs.
+type runList struct {
+	Runs []apiRun `json:"runs"`
+	// Next is the cursor of the next page; none on the last.
+	Next string `json:"next_cursor,omitempty"`
+}
+
+// replayReport is what POST /v1/runs/{id}/replay answers.
+type replayReport struct {
+	RunID      string         `json:"run_id"`
+	Steps      int            `json:"steps"`
+	Identical  bool           `json:"identical"`
+	Divergence *apiDivergence `json:"divergence,omitempty"`
+}
+
+// apiDivergence is the first step whose action the replay decided
+// differently: both actions as the core renders them, and what differs
+// when they render alike.
+type apiDivergence struct {
+	Step     int    `json:"step"`
+	Recorded string `json:"recorded"`
+	Replayed string `json:"replayed"`
+	Detail   string `json:"detail,omitempty"`
+}
+
 // apiStep is one step, as /steps lists it and the event stream sends it.
 type apiStep struct {
 	Seq     int    `json:"seq"`

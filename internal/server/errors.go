@@ -29,6 +29,10 @@ const (
 	codeInternal        = "internal"           // the store, the disk
 )
 
+// errorCodes are all the codes, as openapi.json lists them.
+var errorCodes = []string{codeBadRequest, codeInvalidResults, codeNotFound, codeUnknownAgent, codeInvalidAgent, codeBusy,
+	codeAlreadyAnswered, codeNotPaused, codeEnded, codeTooLarge, codeUnauthorized, codeMethod, codeInternal}
+
 // apiError is an error with its HTTP status and code.
 type apiError struct {
 	status int

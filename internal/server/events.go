@@ -110,7 +110,8 @@ func (s *Server) stepsAfter(ctx context.Context, id string, after, limit int) ([
 }
 
 // events streams a run: Server-Sent Events of its steps ("step", id the
-// step's seq), its state ("run", whenever its status or holder changes),
+// step's seq), the run as GET /v1/runs/{id} shows it ("run", whenever it
+// changes: status, holder, pending calls, counters),
 // and "end" once it ended and every step was sent. A client that
 // reconnects with Last-Event-ID gets the steps after it, none twice. With
 // ?wait=DURATION (and no text/event-stream in Accept) it long-polls
@@ -160,7 +161,11 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			after = st.Seq
 		}
 		if ri, err = s.cfg.Store.Run(r.Context(), id); err == nil {
-			if run := jsonText(runOf(ri, time.Now())); run != lastRun {
+			full, err := s.runJSONOf(r.Context(), ri)
+			if err != nil {
+				full = runOf(ri, time.Now())
+			}
+			if run := jsonText(full); run != lastRun {
 				fmt.Fprintf(w, "event: run\ndata: %s\n\n", run)
 				lastRun = run
 			}

@@ -199,15 +199,21 @@ func (s *Server) runJSON(ctx context.Context, id string) (apiRun, error) {
 	if err != nil {
 		return apiRun{}, err
 	}
+	return s.runJSONOf(ctx, ri)
+}
+
+// runJSONOf is runJSON of a run already read.
+func (s *Server) runJSONOf(ctx context.Context, ri store.RunInfo) (apiRun, error) {
+	id := ri.ID
 	run := runOf(ri, time.Now())
-	rec, err := s.cfg.Store.LoadLatest(ctx, id)
+	st, seq, err := s.runner.Latest(ctx, id, ri.LastSeq)
 	if err != nil {
 		return apiRun{}, err
 	}
-	run.withState(rec.State)
+	run.withState(st)
 	if !ri.Status.Ended() {
-		if spec, _, err := agent.FromSource(ri.Config); err == nil {
-			if doubt, err := s.runner.InDoubt(ctx, &shell.Agent{Config: spec.Config}, id); err == nil {
+		if ag, _, err := s.agents.bySource(ri.Config); err == nil {
+			if doubt, err := s.runner.InDoubtAt(ctx, ag, id, seq, st); err == nil {
 				for _, d := range doubt {
 					run.InDoubt = append(run.InDoubt, apiInDoubt{apiCall: callOf(d.Call), Step: d.Step, Started: stamp(d.Started)})
 				}
@@ -228,7 +234,7 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	f := store.Filter{Agent: q.Get("agent"), Limit: defaultPageSize}
+	f := store.Filter{Agent: q.Get("agent"), Parent: q.Get("parent"), Limit: defaultPageSize}
 	if v := q.Get("status"); v != "" {
 		st := store.Status(v)
 		if !st.Valid() {
@@ -258,10 +264,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	out := struct {
-		Runs []apiRun `json:"runs"`
-		Next string   `json:"next_cursor,omitempty"`
-	}{Runs: []apiRun{}}
+	out := runList{Runs: []apiRun{}}
 	now := time.Now()
 	for i, ri := range runs {
 		if i == want {
@@ -520,9 +523,9 @@ func (s *Server) replayRun(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	out := map[string]any{"run_id": rep.RunID, "steps": rep.Steps, "identical": rep.Diverged == nil}
+	out := replayReport{RunID: rep.RunID, Steps: rep.Steps, Identical: rep.Diverged == nil}
 	if d := rep.Diverged; d != nil {
-		out["divergence"] = map[string]any{"step": d.Seq, "recorded": d.Recorded, "replayed": d.Replayed, "detail": d.Detail}
+		out.Divergence = &apiDivergence{Step: d.Seq, Recorded: d.Recorded, Replayed: d.Replayed, Detail: d.Detail}
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -241,7 +242,11 @@ func (s *Server) authorized(r *http.Request) bool {
 	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if !ok && r.Method == http.MethodGet {
 		if c, err := r.Cookie("stepwise_token"); err == nil {
-			token, ok = c.Value, true
+			// The page URL-encodes the token, which a cookie could not
+			// hold verbatim otherwise.
+			if v, err := url.QueryUnescape(c.Value); err == nil {
+				token, ok = v, true
+			}
 		}
 	}
 	if !ok || token == "" {

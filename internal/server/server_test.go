@@ -20,7 +20,7 @@ import (
 // agentsDir writes the test agents: "shopper" pauses for an external
 // approval, then answers; "quick" answers at once; "slow" runs a command
 // tool that sleeps; "broken" does not load.
-func agentsDir(t *testing.T) string {
+func agentsDir(t testing.TB) string {
 	t.Helper()
 	dir := t.TempDir()
 	write := func(name, text string) {
@@ -63,14 +63,14 @@ idempotent = true
 }
 
 type fixture struct {
-	t   *testing.T
+	t   testing.TB
 	srv *Server
 	url string
 	db  string
 }
 
 // newFixture serves a server over a real SQLite file on a real listener.
-func newFixture(t *testing.T, cfg Config) *fixture {
+func newFixture(t testing.TB, cfg Config) *fixture {
 	t.Helper()
 	if cfg.AgentsDir == "" {
 		cfg.AgentsDir = agentsDir(t)
@@ -130,14 +130,14 @@ func (f *fixture) do(method, path string, body any, header ...string) reply {
 	return reply{resp.StatusCode, b, resp.Header}
 }
 
-func (r reply) json(t *testing.T, v any) {
+func (r reply) json(t testing.TB, v any) {
 	t.Helper()
 	if err := json.Unmarshal(r.body, v); err != nil {
 		t.Fatalf("%d %s: %v", r.status, r.body, err)
 	}
 }
 
-func (r reply) code(t *testing.T) string {
+func (r reply) code(t testing.TB) string {
 	t.Helper()
 	var e struct {
 		Error struct{ Code, Message string }

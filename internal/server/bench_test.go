@@ -1,0 +1,258 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stepwise-agent/stepwise/core"
+	"github.com/stepwise-agent/stepwise/shell"
+	"github.com/stepwise-agent/stepwise/store"
+)
+
+// Benchmarks of the service (figures in docs/performance.md):
+//
+//	go test -run '^$' -bench . -benchtime 1x ./internal/server/
+
+// pauserAgent writes an agent that asks for the external call "approve"
+// turns times, then answers.
+func pauserAgent(b *testing.B, dir string, turns int) {
+	var script strings.Builder
+	for k := 1; k <= turns; k++ {
+		fmt.Fprintf(&script, `{"tool_calls": [{"id": "c%d", "name": "approve", "arguments": {"n": %d}}]}`+"\n", k, k)
+	}
+	script.WriteString(`{"text": "done"}` + "\n")
+	write(b, dir, "pauser.jsonl", script.String())
+	write(b, dir, "pauser.toml", `name = "pauser"
+[models.primary]
+provider = "script"
+script = "pauser.jsonl"
+[limits]
+max_steps = 1000000
+[[tools]]
+name = "approve"
+mode = "external"
+parameters = '{"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}'
+`)
+}
+
+func write(b testing.TB, dir, name, text string) {
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkExternalRoundTrip times an external tool's round trip: the
+// results posted, until the run's next pause is seen. Over HTTP: POST
+// /results, then the pause arrives on the run's event stream (one SSE
+// connection held open). In process, the same work on the same server
+// without HTTP: Runner.Answer, a worker woken, and the pause seen through
+// the server's hub. The two alternate, one of each per iteration, on two
+// runs, so both see the same machine (ADR 0009). http-p50-us and
+// inproc-p50-us are their medians; overhead-p50-us is their difference.
+func BenchmarkExternalRoundTrip(b *testing.B) {
+	dir := b.TempDir()
+	pauserAgent(b, dir, b.N+1)
+	f := newFixture(b, Config{Workers: 4, AgentsDir: dir})
+	ctx := context.Background()
+	create := func() apiRun {
+		var run apiRun
+		r := f.do("POST", "/v1/runs", map[string]any{"agent": "pauser", "input": "go", "options": map[string]string{"wait": "10s"}})
+		r.json(b, &run)
+		if run.Status != "awaiting_tool_results" {
+			b.Fatalf("run: %s", r.body)
+		}
+		return run
+	}
+	overHTTP, inProc := create(), create()
+	ag, _, err := f.srv.agents.byName("pauser")
+	if err != nil {
+		b.Fatal(err)
+	}
+
+	// The event stream of the run answered over HTTP.
+	req, _ := http.NewRequest("GET", f.url+"/v1/runs/"+overHTTP.ID+"/events", nil)
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	events := bufio.NewScanner(resp.Body)
+	events.Buffer(make([]byte, 1<<20), 16<<20)
+	// nextPause reads events until a "run" event shows the run paused after
+	// step minSteps.
+	nextPause := func(minSteps int) {
+		var event string
+		for events.Scan() {
+			line := events.Text()
+			switch {
+			case strings.HasPrefix(line, "event: "):
+				event = strings.TrimPrefix(line, "event: ")
+			case strings.HasPrefix(line, "data: ") && event == "run":
+				var run apiRun
+				if err := json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &run); err != nil {
+					b.Fatal(err)
+				}
+				if run.Status == "awaiting_tool_results" && run.Steps >= minSteps {
+					return
+				}
+			}
+		}
+		b.Fatalf("the event stream ended: %v", events.Err())
+	}
+	nextPause(overHTTP.Steps)
+	wake, done := f.srv.hub.subscribe(inProc.ID)
+	defer done()
+
+	httpT := make([]time.Duration, 0, b.N)
+	procT := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for k := 1; k <= b.N; k++ {
+		call := fmt.Sprintf("c%d", k)
+		// Over HTTP.
+		t0 := time.Now()
+		r := f.do("POST", "/v1/runs/"+overHTTP.ID+"/results", `[{"tool_call_id": "`+call+`", "result": "ok"}]`)
+		if r.status != http.StatusOK {
+			b.Fatalf("results: %d %s", r.status, r.body)
+		}
+		nextPause(overHTTP.Steps + 2*k)
+		httpT = append(httpT, time.Since(t0))
+
+		// In process.
+		t0 = time.Now()
+		if _, err := f.srv.runner.Answer(ctx, ag, inProc.ID, shell.Answers{Results: []core.ToolResult{{CallID: call, Output: "ok"}}}); err != nil {
+			b.Fatal(err)
+		}
+		f.srv.poke()
+		for {
+			ri, err := f.srv.cfg.Store.Run(ctx, inProc.ID)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if ri.Status == store.StatusAwaitingToolResults && ri.LastSeq >= inProc.Steps+2*k {
+				break
+			}
+			<-wake
+		}
+		procT = append(procT, time.Since(t0))
+	}
+	b.StopTimer()
+	h, p := medianOf(httpT), medianOf(procT)
+	b.ReportMetric(us(h), "http-p50-us")
+	b.ReportMetric(us(p), "inproc-p50-us")
+	b.ReportMetric(us(h-p), "overhead-p50-us")
+	b.ReportMetric(us(percentileOf(httpT, 0.99)), "http-p99-us")
+}
+
+// BenchmarkConcurrentRuns: 1,000 runs at once on one server (1,000
+// workers, SQLite) of an agent whose scripted model takes 50 ms per call:
+// three model calls and two read_file calls each. A step's overhead is the
+// time between two checkpoints less the model's 50 ms when the step was a
+// model call: claiming, building the request, validation, the tool, the
+// checkpoint, and waiting for the store. overhead-p99-ms is its 99th
+// percentile over every step of every run; failed counts runs that did
+// not complete.
+func BenchmarkConcurrentRuns(b *testing.B) {
+	const runs, delay = 1000, 50 * time.Millisecond
+	dir := b.TempDir()
+	write(b, dir, "note.txt", "a note of a few words\n")
+	write(b, dir, "sleeper.jsonl", strings.Repeat(`{"tool_calls": [{"id": "r", "name": "read_file", "arguments": {"path": "note.txt"}}], "delay_ms": 50}`+"\n", 2)+
+		`{"text": "done", "delay_ms": 50}`+"\n")
+	write(b, dir, "sleeper.toml", `name = "sleeper"
+[models.primary]
+provider = "script"
+script = "sleeper.jsonl"
+[[tools]]
+builtin = "read_file"
+root = "."
+`)
+	for range b.N {
+		f := newFixture(b, Config{Workers: runs, AgentsDir: dir})
+		ctx := context.Background()
+		ids := make([]string, runs)
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, 32)
+		t0 := time.Now()
+		for i := range runs {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				var run apiRun
+				f.do("POST", "/v1/runs", map[string]any{"agent": "sleeper", "input": fmt.Sprint(i)}).json(b, &run)
+				ids[i] = run.ID
+			}()
+		}
+		wg.Wait()
+		failed := 0
+		for _, id := range ids {
+			for {
+				ri, err := f.srv.cfg.Store.Run(ctx, id)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if ri.Status.Ended() || ri.Status == store.StatusStalled {
+					if ri.Status != store.StatusCompleted {
+						failed++
+					}
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+		wall := time.Since(t0)
+		var overhead []time.Duration
+		for _, id := range ids {
+			var prev *store.StepRecord
+			err := f.srv.cfg.Store.StepsFrom(ctx, id, 0, func(rec store.StepRecord) error {
+				if prev != nil {
+					d := rec.Created.Sub(prev.Created)
+					if _, ok := prev.Action.(core.RequestModelCall); ok {
+						d -= delay
+					}
+					overhead = append(overhead, d)
+				}
+				r := rec
+				prev = &r
+				return nil
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(runs), "runs")
+		b.ReportMetric(float64(failed), "failed")
+		b.ReportMetric(float64(len(overhead))/float64(runs), "steps/run")
+		b.ReportMetric(ms(medianOf(overhead)), "overhead-p50-ms")
+		b.ReportMetric(ms(percentileOf(overhead, 0.99)), "overhead-p99-ms")
+		b.ReportMetric(ms(wall), "wall-ms")
+		if failed > 0 {
+			b.Fatalf("%d runs did not complete", failed)
+		}
+	}
+}
+
+func medianOf(d []time.Duration) time.Duration { return percentileOf(d, 0.5) }
+
+func percentileOf(d []time.Duration, p float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), d...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[int(p*float64(len(s)-1))]
+}
+
+func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
+func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }

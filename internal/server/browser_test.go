@@ -1,0 +1,204 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// browserDir holds the browser test's script and its npm package
+// (playwright-core, which drives an installed Chromium and downloads none).
+const browserDir = "testdata/browser"
+
+// browserTools finds node, Chromium and playwright-core; when one is
+// missing the test skips, loudly, or fails with STEPWISE_REQUIRE_BROWSER=1.
+func browserTools(t *testing.T) (node, chromium string) {
+	t.Helper()
+	var missing []string
+	node, err := exec.LookPath("node")
+	if err != nil {
+		missing = append(missing, "node (apt-get install nodejs npm)")
+	}
+	chromium = "/usr/bin/chromium"
+	if _, err := os.Stat(chromium); err != nil {
+		if chromium, err = exec.LookPath("chromium"); err != nil {
+			missing = append(missing, "chromium at /usr/bin/chromium or on PATH (apt-get install chromium)")
+		}
+	}
+	if _, err := os.Stat(filepath.Join(browserDir, "node_modules", "playwright-core", "package.json")); err != nil {
+		missing = append(missing, "playwright-core (npm ci --prefix internal/server/"+browserDir+")")
+	}
+	if len(missing) == 0 {
+		return node, chromium
+	}
+	bar := strings.Repeat("!", 78)
+	msg := bar + "\nTHE INSPECTOR'S BROWSER TEST DID NOT RUN: missing " + strings.Join(missing, "; ") +
+		".\nInstall them (make test runs npm ci when node, npm and chromium are present);\n" +
+		"STEPWISE_REQUIRE_BROWSER=1 makes this a failure.\n" + bar
+	if os.Getenv("STEPWISE_REQUIRE_BROWSER") == "1" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+	return "", ""
+}
+
+// TestInspectorInBrowser drives the inspector page in a real Chromium
+// against a real server (testdata/browser/inspector.mjs says what it
+// does: a token prompt, the list, keyboard use, answering a paused run
+// and watching it complete live, a fork with an edited tool result, replay,
+// the dark scheme), then checks from the API that what the page did
+// happened.
+func TestInspectorInBrowser(t *testing.T) {
+	node, chromium := browserTools(t)
+	const token = "inspector test;token \"=%+" // a cookie cannot hold it verbatim
+	f := newFixture(t, Config{Workers: 2, Tokens: []string{token}})
+	auth := []string{"Authorization", "Bearer " + token}
+	paused := func() string {
+		r := f.do("POST", "/v1/runs", map[string]any{"agent": "shopper", "input": "buy a lamp", "options": map[string]string{"wait": "5s"}}, auth...)
+		want(t, r, http.StatusCreated)
+		var run apiRun
+		r.json(t, &run)
+		if run.Status != "awaiting_tool_results" {
+			t.Fatalf("shopper run: %s", r.body)
+		}
+		return run.ID
+	}
+	want(t, f.do("POST", "/v1/runs", map[string]any{"agent": "quick", "input": "hi", "options": map[string]string{"wait": "5s"}}, auth...), http.StatusCreated)
+	byMouse, byKeys := paused(), paused()
+
+	shots := os.Getenv("STEPWISE_SHOTS") // a directory to keep the screenshots in
+	if shots == "" {
+		shots = t.TempDir()
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, filepath.Join(browserDir, "inspector.mjs"))
+	// SIGTERM lets playwright close Chromium on its way out.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 10 * time.Second
+	cmd.Env = append(os.Environ(), "STEPWISE_URL="+f.url, "STEPWISE_TOKEN="+token, "CHROMIUM="+chromium,
+		"RUN_CLICK="+byMouse, "RUN_KEYS="+byKeys, "SHOTS="+shots)
+	cmd.Stderr = &logWriter{t: t}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var result struct{ Fork string }
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		line := sc.Text()
+		t.Log(line)
+		if v, ok := strings.CutPrefix(line, "RESULT "); ok {
+			if err := json.Unmarshal([]byte(v), &result); err != nil {
+				t.Errorf("the script's result %q: %v", v, err)
+			}
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		keep := "set STEPWISE_SHOTS=DIR to keep the screenshots"
+		if os.Getenv("STEPWISE_SHOTS") != "" {
+			keep = "screenshots in " + shots
+		}
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			t.Fatalf("the browser script did not finish in time (%s)", keep)
+		}
+		t.Fatalf("the browser script failed: %v (%s)", err, keep)
+	}
+
+	// The API agrees with what the page showed.
+	for _, id := range []string{byMouse, byKeys} {
+		run := runAuthed(t, f, id, auth)
+		if run.Status != "completed" || run.Answer != "Bought the lamp." {
+			t.Errorf("run %s: %s %q", id, run.Status, run.Answer)
+		}
+		if got := toolResultsOf(t, f, id, auth); got != "call_approve=approved" {
+			t.Errorf("run %s: its call got %s, want the page's approval", id, got)
+		}
+	}
+	if result.Fork == "" {
+		t.Fatal("the script named no fork")
+	}
+	fork := runAuthed(t, f, result.Fork, auth)
+	if fork.Parent == nil || fork.Parent.ID != byMouse || fork.Parent.Step != 2 || fork.Status != "completed" {
+		t.Fatalf("fork %s: parent %+v, status %s", fork.ID, fork.Parent, fork.Status)
+	}
+	if got := toolResultsOf(t, f, fork.ID, auth); got != "call_approve=error:over budget" {
+		t.Errorf("the fork's call got %s, want the page's edited result", got)
+	}
+}
+
+// runAuthed reads a run with the token.
+func runAuthed(t *testing.T, f *fixture, id string, auth []string) apiRun {
+	t.Helper()
+	r := f.do("GET", "/v1/runs/"+id, nil, auth...)
+	want(t, r, http.StatusOK)
+	var run apiRun
+	r.json(t, &run)
+	return run
+}
+
+// toolResultsOf renders the tool results a run's steps got: "ID=OUTPUT"
+// or "ID=error:TEXT", comma-separated.
+func toolResultsOf(t *testing.T, f *fixture, id string, auth []string) string {
+	t.Helper()
+	var steps struct {
+		Steps []struct {
+			Result *struct {
+				Kind string
+				Data struct {
+					Results []struct {
+						ID     string `json:"tool_call_id"`
+						Result string `json:"result"`
+						Error  string `json:"error"`
+					} `json:"results"`
+				} `json:"data"`
+			} `json:"result"`
+		} `json:"steps"`
+	}
+	f.do("GET", "/v1/runs/"+id+"/steps", nil, auth...).json(t, &steps)
+	var got []string
+	for _, s := range steps.Steps {
+		if s.Result == nil || s.Result.Kind != "tool_results" {
+			continue
+		}
+		for _, r := range s.Result.Data.Results {
+			if r.Error != "" {
+				got = append(got, r.ID+"=error:"+r.Error)
+			} else {
+				got = append(got, r.ID+"="+r.Result)
+			}
+		}
+	}
+	return strings.Join(got, ",")
+}
+
+// logWriter sends the script's stderr to the test log, line by line.
+type logWriter struct {
+	t    *testing.T
+	part string
+}
+
+func (w *logWriter) Write(p []byte) (int, error) {
+	w.part += string(p)
+	for {
+		line, rest, ok := strings.Cut(w.part, "\n")
+		if !ok {
+			break
+		}
+		w.t.Log(line)
+		w.part = rest
+	}
+	return len(p), nil
+}

@@ -1,0 +1,213 @@
+// Drives the inspector in Chromium (playwright-core, no browser download):
+// run by TestInspectorInBrowser (browser_test.go), which starts the server,
+// makes two paused runs of the shopper agent and reads the last line of
+// stdout ("RESULT {json}").
+//
+// Environment: STEPWISE_URL, STEPWISE_TOKEN, CHROMIUM (the executable),
+// RUN_CLICK (a paused run answered with the mouse, then forked), RUN_KEYS
+// (a paused run answered with the keyboard only), SHOTS (the screenshot
+// directory).
+
+import { chromium } from 'playwright-core';
+import path from 'node:path';
+
+const env = (name) => {
+  const v = process.env[name];
+  if (!v) throw new Error(`${name} is not set`);
+  return v;
+};
+const base = env('STEPWISE_URL');
+const token = env('STEPWISE_TOKEN');
+const runClick = env('RUN_CLICK');
+const runKeys = env('RUN_KEYS');
+const shots = env('SHOTS');
+
+// Root in a container cannot use Chromium's sandbox; no GPU, and no QUIC
+// (the machine's network is closed).
+const args = ['--disable-gpu', '--disable-quic'];
+if (process.getuid && process.getuid() === 0) args.push('--no-sandbox');
+const browser = await chromium.launch({ executablePath: env('CHROMIUM'), headless: true, args });
+const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, colorScheme: 'light' });
+const page = await context.newPage();
+page.setDefaultTimeout(10000);
+
+// Refusals the test provokes on purpose show as console errors; anything
+// else there (a CSP violation, an exception) fails the test.
+const problems = [];
+const expected = /Failed to load resource: the server responded with a status of (401|400)/;
+page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+page.on('console', (m) => {
+  if (m.type() === 'error' && !expected.test(m.text())) problems.push(`console error: ${m.text()}`);
+});
+const requests = [];
+page.on('request', (r) => requests.push(`${r.method()} ${new URL(r.url()).pathname}`));
+
+let current = 'start';
+function check(ok, what) {
+  if (!ok) throw new Error(what);
+}
+async function shot(name) {
+  await page.screenshot({ path: path.join(shots, `${name}.png`), fullPage: true });
+}
+async function step(name, fn) {
+  current = name;
+  const t0 = Date.now();
+  await fn();
+  check(problems.length === 0, `problems on the page:\n  ${problems.join('\n  ')}`);
+  console.log(`ok   ${name} (${Date.now() - t0} ms)`);
+}
+const text = (sel) => page.locator(sel).innerText();
+// luminance of the body's background, 0 (black) to 1 (white).
+const bodyLuminance = () => page.evaluate(() => {
+  const m = getComputedStyle(document.body).backgroundColor.match(/\d+(\.\d+)?/g).map(Number);
+  return (0.2126 * m[0] + 0.7152 * m[1] + 0.0722 * m[2]) / 255;
+});
+const runRow = (id) => page.locator(`tbody tr[data-id="${id}"]`);
+
+let forkID = '';
+try {
+  await step('the page asks for a token on 401 and keeps it for the tab', async () => {
+    await page.goto(`${base}/`);
+    const dialog = page.locator('#token-dialog');
+    await dialog.waitFor({ state: 'visible' });
+    await page.locator('#token-input').fill(token);
+    await page.keyboard.press('Enter');
+    await dialog.waitFor({ state: 'hidden' });
+    await runRow(runClick).waitFor();
+    const cookie = (await context.cookies()).find((c) => c.name === 'stepwise_token');
+    check(cookie && decodeURIComponent(cookie.value) === token && cookie.sameSite === 'Strict' && cookie.path === '/', `the token cookie: ${JSON.stringify(cookie)}`);
+    check(await page.evaluate(() => sessionStorage.getItem('stepwise_token')) !== null, 'the token is not in sessionStorage');
+  });
+
+  await step('the list shows the paused runs at 1280x800 in light colours', async () => {
+    for (const id of [runClick, runKeys]) {
+      const badge = await runRow(id).locator('.badge').innerText();
+      check(badge === 'awaiting tool results', `run ${id} shows ${badge}`);
+    }
+    const width = await page.evaluate(() => document.documentElement.scrollWidth);
+    check(width <= 1280, `the list is ${width}px wide, wider than the window`);
+    check(await bodyLuminance() > 0.8, 'the light page is not light');
+    await shot('list-light');
+  });
+
+  await step('keyboard: "/" focuses the filter, j moves through runs, Enter opens one', async () => {
+    await page.evaluate(() => document.activeElement.blur());
+    await page.keyboard.press('/');
+    check(await page.evaluate(() => document.activeElement.id) === 'f-agent', '"/" did not focus the agent filter');
+    await page.keyboard.press('Tab'); // to the Filter button, out of the text field
+    for (let i = 0; i < 10; i++) {
+      await page.keyboard.press('j');
+      if (await page.evaluate((id) => document.activeElement.closest('tr')?.dataset.id === id, runKeys)) break;
+    }
+    check(await page.evaluate((id) => document.activeElement.closest('tr')?.dataset.id === id, runKeys), 'j never reached the run');
+    await page.keyboard.press('Enter');
+    await page.locator('#pending').waitFor({ state: 'visible' });
+    check(page.url().endsWith(`#/runs/${runKeys}`), `Enter opened ${page.url()}`);
+  });
+
+  await step('refused answers show the server\'s message', async () => {
+    await page.locator('#answers').fill('[{"tool_call_id": "nope", "result": "x"}]');
+    await page.getByRole('button', { name: 'Send answer' }).click();
+    const alert = page.locator('#pending [role=alert]');
+    await alert.filter({ hasText: 'invalid_results' }).waitFor();
+    check((await alert.innerText()).includes('400'), `the alert: ${await alert.innerText()}`);
+    check(await page.locator('#run-status').innerText() === 'awaiting tool results', 'a refused answer changed the status');
+  });
+
+  await step('keyboard only: Tab reaches Approve, Enter answers, the run completes', async () => {
+    await page.locator('#run-title').focus();
+    let reached = false;
+    for (let i = 0; i < 30 && !reached; i++) {
+      await page.keyboard.press('Tab');
+      reached = await page.evaluate(() => (document.activeElement.getAttribute('aria-label') || '').startsWith('Approve approve'));
+    }
+    check(reached, 'Tab never reached the Approve button');
+    const ring = await page.evaluate(() => getComputedStyle(document.activeElement).outlineStyle);
+    check(ring !== 'none', 'the focused Approve button shows no focus ring');
+    await shot('approve-focused');
+    await page.keyboard.press('Enter');
+    await page.locator('#run-status', { hasText: 'completed' }).waitFor();
+    check(await text('#run-answer') === 'Bought the lamp.', 'no answer shown');
+    check(await page.locator('#pending').isHidden(), 'the pending panel is still shown');
+    await page.keyboard.press('j');
+    await page.keyboard.press('j');
+    check(await page.evaluate(() => document.activeElement.id) === 'step-1', 'j does not move through the steps');
+  });
+
+  await step('approve with the mouse and watch the run complete live, without a reload', async () => {
+    await page.goto(`${base}/#/runs/${runClick}`);
+    await page.locator('#pending').waitFor({ state: 'visible' });
+    await page.locator('#live', { hasText: 'live' }).waitFor();
+    check(await page.locator('.steps > li').count() === 3, 'a paused shopper run has steps 0 to 2');
+    await page.evaluate(() => { window.sameDocument = true; });
+    const from = requests.length;
+    await shot('paused');
+    await page.getByRole('button', { name: 'Approve approve (call_approve)' }).click();
+    await page.locator('#run-status', { hasText: 'completed' }).waitFor();
+    await page.locator('#step-4', { hasText: 'Bought the lamp.' }).waitFor();
+    await page.locator('#live', { hasText: 'ended' }).waitFor();
+    check(await page.evaluate(() => window.sameDocument === true && performance.getEntriesByType('navigation').length === 1), 'the page was reloaded');
+    const after = requests.slice(from);
+    check(after.includes(`POST /v1/runs/${runClick}/results`), `no results posted: ${after}`);
+    check(!after.some((r) => r.startsWith('GET /v1/runs/') && r.endsWith('/steps')), `steps were read again instead of streamed: ${after}`);
+    check(requests.includes(`GET /v1/runs/${runClick}/events`), 'no event stream was opened');
+    check(await page.locator('.steps > li').count() === 5, 'the timeline does not show steps 3 and 4');
+    check((await text('#step-2 .call-result')).includes('approved'), 'step 2 does not show what its call got');
+    await shot('completed-light');
+  });
+
+  await step('fork at step 2 with an edited tool result; the fork completes and links to its parent', async () => {
+    await page.getByRole('button', { name: 'Fork here: a new run from step 2' }).click();
+    const editor = page.locator('#fork-2-result');
+    check((await editor.inputValue()).includes('"approved"'), 'the fork form is not prefilled with what step 2 got');
+    await editor.fill('[{"tool_call_id": "call_approve", "error": "over budget"}]');
+    await shot('fork-form');
+    await page.getByRole('button', { name: 'Create fork' }).click();
+    await page.waitForURL((u) => /#\/runs\/[^/]+$/.test(u.hash) && !u.hash.endsWith(runClick));
+    forkID = decodeURIComponent(new URL(page.url()).hash.slice('#/runs/'.length));
+    await page.locator('#run-status', { hasText: 'completed' }).waitFor();
+    const parent = page.locator('a.parent-link');
+    check(await parent.getAttribute('href') === `#/runs/${runClick}`, 'the fork does not link to its parent');
+    check((await parent.locator('xpath=..').innerText()).includes('at step 2'), 'the fork does not say at which step');
+    await page.locator('.step.error', { hasText: 'over budget' }).first().waitFor();
+    await shot('fork-completed');
+    await parent.click();
+    await page.locator('.fork-list a', { hasText: forkID }).waitFor();
+  });
+
+  await step('replay: identical against the recorded agent, a divergence against another', async () => {
+    await page.locator('#replay-button').click();
+    await page.locator('.replay-result', { hasText: 'Identical' }).waitFor();
+    await page.locator('#replay-agent').selectOption('quick');
+    await page.locator('#replay-button').click();
+    await page.locator('.replay-result', { hasText: 'Diverges at step 1' }).waitFor();
+    check(await page.locator('#step-1.diverged').count() === 1, 'the divergent step is not highlighted');
+    check(await page.locator('.side-by-side figure').count() === 2, 'recorded and replayed are not side by side');
+    await shot('replay-divergence');
+  });
+
+  await step('dark colour scheme renders dark; the theme button overrides it', async () => {
+    await page.emulateMedia({ colorScheme: 'dark' });
+    check(await bodyLuminance() < 0.2, 'prefers-color-scheme: dark does not darken the page');
+    const fg = await page.evaluate(() => getComputedStyle(document.body).color);
+    check(fg !== 'rgb(27, 29, 33)', 'the text stays dark on the dark page');
+    await shot('run-dark');
+    await page.locator('#theme').click(); // auto -> light
+    check(await bodyLuminance() > 0.8, 'the theme button did not make the page light');
+    await page.locator('#theme').click(); // light -> dark
+    await page.emulateMedia({ colorScheme: 'light' });
+    check(await bodyLuminance() < 0.2, 'the theme button did not make the page dark');
+    await page.goto(`${base}/#/`);
+    await runRow(forkID).waitFor();
+    await shot('list-dark');
+    const width = await page.evaluate(() => document.documentElement.scrollWidth);
+    check(width <= 1280, `the dark list is ${width}px wide`);
+  });
+} catch (err) {
+  console.log(`FAIL ${current}: ${err.message}`);
+  await shot('failure').catch(() => {});
+  await browser.close();
+  process.exit(1);
+}
+await browser.close();
+console.log(`RESULT ${JSON.stringify({ fork: forkID })}`);
