@@ -35,6 +35,8 @@ type batcher struct {
 	queue   []*writeReq
 	free    []*writeReq // a spare queue, reused
 	leading bool
+	// largest is the largest batch committed so far (for tests).
+	largest int
 }
 
 // writeReq is one write waiting to be committed: a general write (fn), or
@@ -91,6 +93,7 @@ func (s *SQLite) commit(r *writeReq) {
 	b.mu.Lock()
 	batch := b.queue
 	b.queue, b.free = b.free, nil
+	b.largest = max(b.largest, len(batch))
 	b.mu.Unlock()
 
 	s.writeBatch(batch)
