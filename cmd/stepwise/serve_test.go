@@ -289,3 +289,34 @@ func TestServersShareAPostgreSQLDatabase(t *testing.T) {
 		t.Fatalf("the survivor did not take the run over:\n%s", survivor.logText())
 	}
 }
+
+// TestPythonClient: the example client (Python, standard library only)
+// drives a run with an external tool over HTTP to its end.
+func TestPythonClient(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("NOT TESTED: python3 is not installed, so examples/python/drive_external.py did not run")
+	}
+	db := filepath.Join(t.TempDir(), "serve.db")
+	s := startServe(t, db, "../../testdata/agents")
+	cmd := exec.Command(python, "examples/python/drive_external.py", "--url", s.url, "--agent", "external", "--input", "Buy a desk lamp")
+	cmd.Dir = "../.."
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("the client: %v\n%s\nserver:\n%s", err, errb.String(), s.logText())
+	}
+	if !strings.Contains(out.String(), "desk lamp") || !strings.Contains(errb.String(), "answered call_approve") {
+		t.Fatalf("stdout %q\nstderr %s", out.String(), errb.String())
+	}
+	// Over budget: the refusal reaches the model, and the run still ends.
+	cmd = exec.Command(python, "examples/python/drive_external.py", "--url", s.url, "--agent", "external", "--input", "Buy a desk lamp", "--budget", "10")
+	cmd.Dir = "../.."
+	out.Reset()
+	errb.Reset()
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	_ = cmd.Run()
+	if !strings.Contains(errb.String(), "answered call_approve") {
+		t.Fatalf("over budget: %s", errb.String())
+	}
+}

@@ -144,7 +144,7 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	s.poke()
+	s.dispatch(id)
 	s.respondRun(w, r, id, http.StatusCreated, wait)
 }
 
@@ -344,7 +344,7 @@ func (s *Server) postResults(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	s.poke()
+	s.dispatch(id)
 	s.hub.notify(id)
 	s.respondRun(w, r, id, http.StatusOK, 0)
 }
@@ -370,7 +370,7 @@ func (s *Server) resumeRun(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	s.poke()
+	s.dispatch(id)
 	s.hub.notify(id)
 	s.respondRun(w, r, id, http.StatusAccepted, 0)
 }
@@ -462,7 +462,7 @@ func (s *Server) forkRun(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	s.poke()
+	s.dispatch(out.RunID)
 	s.respondRun(w, r, out.RunID, http.StatusCreated, 0)
 }
 

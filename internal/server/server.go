@@ -69,6 +69,7 @@ type Server struct {
 	owner  string
 
 	wake     chan struct{} // a runnable run may be waiting
+	ready    chan string   // runs this server made runnable, for a worker (dispatch)
 	stop     chan struct{} // closed: workers take no more runs
 	workCtx  context.Context
 	workStop context.CancelCauseFunc
@@ -103,7 +104,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, agents: ag, hub: newHub(), wake: make(chan struct{}, 1), stop: make(chan struct{}),
+	s := &Server{cfg: cfg, agents: ag, hub: newHub(), wake: make(chan struct{}, 1), ready: make(chan string, cfg.Workers), stop: make(chan struct{}),
 		active: map[string]context.CancelCauseFunc{}}
 	ro := cfg.Runner
 	if ro.Owner == "" {

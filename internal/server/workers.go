@@ -16,7 +16,7 @@ var errCancelRequested = errors.New("interrupted to be cancelled")
 // runnable (or stalled runs coming due).
 const idlePoll = time.Second
 
-// poke wakes one idle worker: a run may be runnable.
+// poke wakes one idle worker to claim: a run may be runnable.
 func (s *Server) poke() {
 	select {
 	case s.wake <- struct{}{}:
@@ -24,17 +24,64 @@ func (s *Server) poke() {
 	}
 }
 
-// work is one worker: it claims a runnable run, drives it, and again, until
-// the server stops taking work.
+// dispatch hands a run this server just made runnable (created, answered,
+// resumed, forked) straight to an idle worker, which takes its lease; when
+// every worker is busy (the queue is full), a claim finds it later.
+func (s *Server) dispatch(runID string) {
+	select {
+	case s.ready <- runID:
+	default:
+		s.poke()
+	}
+}
+
+// work is one worker: it drives the runs handed to it (dispatch), and
+// claims runnable runs (those other servers or the clock made runnable,
+// and those dispatch could not hand over), until the server stops taking
+// work.
 func (s *Server) work(i int) {
 	defer s.workers.Done()
-	var idle *time.Ticker
+	var poll <-chan time.Time
 	if i == 0 {
 		// One worker polls for what other servers made runnable; a
-		// worker that finds a run wakes the next.
-		idle = time.NewTicker(idlePoll)
-		defer idle.Stop()
+		// worker that claims a run wakes the next.
+		t := time.NewTicker(idlePoll)
+		defer t.Stop()
+		poll = t.C
 	}
+	for {
+		select {
+		case <-s.stop:
+			return
+		case id := <-s.ready:
+			s.take(id)
+		case <-s.wake:
+			s.claim(i)
+		case <-poll:
+			s.claim(i)
+		}
+	}
+}
+
+// take drives a run dispatched to this worker, when it is still runnable
+// and no one else took it meanwhile.
+func (s *Server) take(runID string) {
+	acquired := time.Now()
+	l, err := s.cfg.Store.Acquire(s.workCtx, runID, store.LeaseRequest{Owner: s.owner, TTL: s.leaseTTL()})
+	if err != nil {
+		return // another worker or server has it (or it is gone)
+	}
+	ri, err := s.cfg.Store.Run(s.workCtx, runID)
+	if err != nil || !(ri.Status == store.StatusRunning || ri.Status == store.StatusStalled && !ri.RetryAt.After(time.Now())) {
+		_ = s.cfg.Store.Release(context.WithoutCancel(s.workCtx), l)
+		return
+	}
+	s.drive(l, acquired)
+}
+
+// claim claims runnable runs and drives them, one after the other, until
+// there are none (or the server stops).
+func (s *Server) claim(i int) {
 	for {
 		select {
 		case <-s.stop:
@@ -43,37 +90,16 @@ func (s *Server) work(i int) {
 		}
 		acquired := time.Now()
 		l, err := s.cfg.Store.Claim(s.workCtx, store.LeaseRequest{Owner: s.owner, TTL: s.leaseTTL()})
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-			if !s.idle(idle) {
-				return
-			}
-			continue
-		case err != nil:
+		if errors.Is(err, store.ErrNotFound) {
+			return
+		}
+		if err != nil {
 			s.logf("worker %d: claim: %v", i, err)
-			if !s.idle(idle) {
-				return
-			}
-			continue
+			return
 		}
 		s.poke() // there may be more
 		s.drive(l, acquired)
 	}
-}
-
-// idle waits for a poke or the poll; false once the server stops.
-func (s *Server) idle(poll *time.Ticker) bool {
-	var tick <-chan time.Time
-	if poll != nil {
-		tick = poll.C
-	}
-	select {
-	case <-s.stop:
-		return false
-	case <-s.wake:
-	case <-tick:
-	}
-	return true
 }
 
 func (s *Server) leaseTTL() time.Duration {
