@@ -130,9 +130,14 @@ func Driven(l store.Lease, now time.Time) bool {
 // to be released or to expire (and for a paused run, up to pauseSettle for
 // its driver to let it go); otherwise ErrBusy, naming the holder.
 func (r *Runner) acquire(ctx context.Context, runID string) (store.Lease, error) {
+	return r.acquireWithin(ctx, runID, r.opts.Wait)
+}
+
+// acquireWithin is acquire waiting up to wait (not Options.Wait).
+func (r *Runner) acquireWithin(ctx context.Context, runID string, wait time.Duration) (store.Lease, error) {
 	var deadline time.Time
-	if r.opts.Wait > 0 {
-		deadline = time.Now().Add(r.opts.Wait)
+	if wait > 0 {
+		deadline = time.Now().Add(wait)
 	}
 	req := store.LeaseRequest{Owner: r.opts.Owner, TTL: r.opts.LeaseTTL}
 	settleBy := time.Now().Add(pauseSettle)
@@ -211,7 +216,9 @@ type holding struct {
 	// renewing.
 	validUntil time.Time
 	lostErr    error
-	cancel     context.CancelCauseFunc
+	// cancelReason is a cancellation someone requested, once seen.
+	cancelReason string
+	cancel       context.CancelCauseFunc
 	stop       chan struct{}
 	done       chan struct{}
 }
@@ -236,8 +243,12 @@ func (h *holding) heartbeat() {
 		case <-h.stop:
 			return
 		case <-t.C:
-			if err := h.renew(); errors.Is(err, store.ErrLeaseLost) {
+			err := h.renew()
+			if errors.Is(err, store.ErrLeaseLost) {
 				return
+			}
+			if err == nil {
+				h.watchCancel()
 			}
 		}
 	}
@@ -266,6 +277,39 @@ func (h *holding) renew() error {
 	}
 	return err
 }
+
+// watchCancel looks for a cancellation someone requested
+// (store.Runs.RequestCancel): the heartbeat asks at every renewal.
+func (h *holding) watchCancel() {
+	info, err := h.r.store.Run(context.Background(), h.lease().RunID)
+	if err == nil && info.CancelReason != "" {
+		h.requestCancel(info.CancelReason)
+	}
+}
+
+// requestCancel records a requested cancellation and cuts the call in
+// flight short; the drive ends the run cancelled before its next request.
+func (h *holding) requestCancel(reason string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.cancelReason == "" {
+		h.cancelReason = reason
+		h.cancel(&cancelRequested{reason})
+	}
+}
+
+// cancelRequest is the requested cancellation's reason, if one came.
+func (h *holding) cancelRequest() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.cancelReason
+}
+
+// cancelRequested is the cause of a drive's context cut short by a
+// requested cancellation.
+type cancelRequested struct{ reason string }
+
+func (e *cancelRequested) Error() string { return "cancel requested: " + e.reason }
 
 // lease is the lease to fence writes with.
 func (h *holding) lease() store.Lease {

@@ -63,6 +63,16 @@ func (r *Runner) drive(ctx, hctx context.Context, ag *Agent, cur *cursor, h *hol
 		}
 
 		var res core.Result
+		if reason := h.cancelRequest(); reason != "" && isRequest(a) {
+			// Someone asked for the run to end (store.Runs.RequestCancel):
+			// its request is not made; it gets Cancelled, and the run ends.
+			next, err := core.Resume(cfg, cur.st, core.Cancelled{Reason: x.String(reason)})
+			if err != nil {
+				return Outcome{}, fmt.Errorf("run %s step %d: cancel: %w", cur.id, cur.seq, err)
+			}
+			cur.st, cur.result = next, core.Cancelled{Reason: x.String(reason)}
+			continue
+		}
 		switch a := a.(type) {
 		case core.Complete:
 			r.emit(func() Event { return Event{RunID: cur.id, Seq: cur.seq, Kind: "complete", Text: a.Answer} })
@@ -111,6 +121,11 @@ func (r *Runner) drive(ctx, hctx context.Context, ag *Agent, cur *cursor, h *hol
 			if stall, ok := errors.AsType[*stallError](err); ok {
 				return r.stall(durable, cur, h, x, stall)
 			}
+			if reason := h.cancelRequest(); reason != "" && ctx.Err() == nil {
+				// The call was cut short by a requested cancellation: the
+				// loop ends the run at its next turn.
+				continue
+			}
 			if ctx.Err() != nil {
 				if errors.Is(context.Cause(ctx), ErrHandOff) {
 					// Not interrupted: left running for another worker.
@@ -131,6 +146,16 @@ func (r *Runner) drive(ctx, hctx context.Context, ag *Agent, cur *cursor, h *hol
 		}
 		cur.st, cur.result = next, res
 	}
+}
+
+// isRequest reports whether a is a request the shell performs (a side
+// effect), as opposed to an end or a pause.
+func isRequest(a core.Action) bool {
+	switch a.(type) {
+	case core.RequestModelCall, core.RequestToolCalls, core.RequestMemorySearch, core.RequestMemoryCreate, core.RequestMemoryTraverse:
+		return true
+	}
+	return false
 }
 
 // stallError stops a drive whose request failed transiently past its

@@ -347,6 +347,11 @@ func (r *Runner) load(ctx context.Context, h *holding, ag *Agent, runID string) 
 	if info.Status.Ended() {
 		return &cursor{id: runID, seq: rec.Seq, st: rec.State}, nil
 	}
+	if info.CancelReason != "" {
+		// Acted on before the next request; after the writes below, which
+		// the cut context would refuse.
+		defer h.requestCancel(info.CancelReason)
+	}
 	if ag.Source != nil && !bytes.Equal(ag.Source, info.Config) {
 		if err := r.store.ChangeAgent(ctx, h.lease(), ag.Source); err != nil {
 			return nil, fmt.Errorf("run %s: record the changed agent: %w", runID, err)

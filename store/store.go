@@ -55,6 +55,12 @@ type Runs interface {
 	// (ErrEnded), or when l is not the run's lease (ErrLeaseLost). What it
 	// writes is proportional to what the step added.
 	Checkpoint(ctx context.Context, l Lease, cp Checkpoint) error
+	// RequestCancel records that the run should end cancelled, with reason
+	// (not empty): for a run another process drives, whose driver sees the
+	// request (RunInfo.CancelReason) and ends the run at its next step. It
+	// needs no lease. ErrEnded when the run has ended, ErrNotFound when
+	// there is no such run.
+	RequestCancel(ctx context.Context, runID, reason string) error
 	// SetStatus sets a status outside a checkpoint (interrupted, stalled,
 	// awaiting_tool_results for a re-issued pause, running). An ended run's
 	// status cannot change (ErrEnded).

@@ -115,6 +115,9 @@ type RunInfo struct {
 	Lease Lease
 	// RetryAt is, for a stalled run, when the next attempt may start.
 	RetryAt time.Time
+	// CancelReason, when not empty, is a cancellation someone requested
+	// (Runs.RequestCancel) for the run's driver to act on at its next step.
+	CancelReason string
 }
 
 // Orphaned reports whether the run is marked running while no live lease

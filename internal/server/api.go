@@ -68,23 +68,26 @@ type apiRun struct {
 	Status string `json:"status"`
 	// StoredStatus is the status as stored when it differs from Status (a
 	// running run whose driver died is shown interrupted).
-	StoredStatus string       `json:"stored_status,omitempty"`
-	Created      string       `json:"created"`
-	Updated      string       `json:"updated"`
-	Input        string       `json:"input"`
-	Answer       string       `json:"answer,omitempty"`
-	Failure      *apiFailure  `json:"failure,omitempty"`
-	Reason       string       `json:"reason,omitempty"`
-	RetryAt      string       `json:"retry_at,omitempty"`
-	Parent       *apiParent   `json:"parent,omitempty"`
-	Holder       *apiHolder   `json:"holder"`
-	Steps        int          `json:"steps"`
-	Pending      []apiCall    `json:"pending_tool_calls"`
-	InDoubt      []apiInDoubt `json:"in_doubt_calls,omitempty"`
-	Counters     *apiCounters `json:"counters,omitempty"`
-	Usage        *apiUsage    `json:"usage,omitempty"`
-	ToolsUsed    []string     `json:"tools_used,omitempty"`
-	Sources      []string     `json:"sources,omitempty"`
+	StoredStatus string      `json:"stored_status,omitempty"`
+	Created      string      `json:"created"`
+	Updated      string      `json:"updated"`
+	Input        string      `json:"input"`
+	Answer       string      `json:"answer,omitempty"`
+	Failure      *apiFailure `json:"failure,omitempty"`
+	Reason       string      `json:"reason,omitempty"`
+	RetryAt      string      `json:"retry_at,omitempty"`
+	// CancelRequested is the reason of a cancellation requested of the
+	// run's driver and not yet acted on.
+	CancelRequested string       `json:"cancel_requested,omitempty"`
+	Parent          *apiParent   `json:"parent,omitempty"`
+	Holder          *apiHolder   `json:"holder"`
+	Steps           int          `json:"steps"`
+	Pending         []apiCall    `json:"pending_tool_calls"`
+	InDoubt         []apiInDoubt `json:"in_doubt_calls,omitempty"`
+	Counters        *apiCounters `json:"counters,omitempty"`
+	Usage           *apiUsage    `json:"usage,omitempty"`
+	ToolsUsed       []string     `json:"tools_used,omitempty"`
+	Sources         []string     `json:"sources,omitempty"`
 }
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
@@ -109,6 +112,9 @@ func runOf(ri store.RunInfo, now time.Time) apiRun {
 	}
 	if !ri.RetryAt.IsZero() {
 		r.RetryAt = stamp(ri.RetryAt)
+	}
+	if !ri.Status.Ended() {
+		r.CancelRequested = ri.CancelReason
 	}
 	if ri.ParentID != "" {
 		r.Parent = &apiParent{ID: ri.ParentID, Step: ri.ParentStep}

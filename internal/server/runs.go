@@ -397,6 +397,11 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
 		opts.Wait = s.cfg.Grace // the drive here lets the run go at once
 	}
 	if _, err := shell.NewRunner(s.cfg.Store, &opts).Cancel(r.Context(), ag, id, req.Reason); err != nil {
+		if errors.Is(err, shell.ErrCancelRequested) {
+			// Another server drives it: it ends the run at its next step.
+			s.respondRun(w, r, id, http.StatusAccepted, 0)
+			return
+		}
 		writeError(w, err)
 		return
 	}

@@ -101,22 +101,22 @@ const runSelect = `SELECT r.id, r.agent, r.config_hash,
 	coalesce((SELECT a.config FROM agent_changes a WHERE a.rk = r.rk ORDER BY a.ord DESC LIMIT 1), r.config),
 	r.input, r.status, r.created_ns, greatest(r.updated_ns, s.created_ns),
 	r.answer, r.fail_code, r.reason, r.parent_id, r.parent_step, s.seq,
-	r.retry_ns, r.lease_owner, r.lease_token, r.lease_expires_ns, r.config
+	r.retry_ns, r.lease_owner, r.lease_token, r.lease_expires_ns, r.config, r.cancel_reason
 	FROM runs r` + lastStepJoin
 
 func scanRun(sc interface{ Scan(...any) error }) (store.RunInfo, error) {
 	var ri store.RunInfo
 	var status, failCode string
-	var input, answer, reason []byte
+	var input, answer, reason, cancel []byte
 	var created, updated, retry, expires, parentStep, lastSeq int64
 	err := sc.Scan(&ri.ID, &ri.Agent, &ri.ConfigHash, &ri.Config, &input, &status, &created, &updated,
 		&answer, &failCode, &reason, &ri.ParentID, &parentStep, &lastSeq,
-		&retry, &ri.Lease.Owner, &ri.Lease.Token, &expires, &ri.StartConfig)
+		&retry, &ri.Lease.Owner, &ri.Lease.Token, &expires, &ri.StartConfig, &cancel)
 	if err != nil {
 		return store.RunInfo{}, err
 	}
 	ri.Config, ri.StartConfig = nonNil(ri.Config), nonNil(ri.StartConfig)
-	ri.Input, ri.Answer, ri.Reason = string(input), string(answer), string(reason)
+	ri.Input, ri.Answer, ri.Reason, ri.CancelReason = string(input), string(answer), string(reason), string(cancel)
 	ri.Status, ri.FailCode = store.Status(status), core.FailCode(failCode)
 	ri.Created, ri.Updated = fromNs(created), fromNs(updated)
 	ri.ParentStep, ri.LastSeq = int(parentStep), int(lastSeq)

@@ -57,6 +57,7 @@ func Run(t *testing.T, h Harness) {
 		{"ConcurrentRuns", testConcurrentRuns},
 		{"RacingAcquirers", testRacingAcquirers},
 		{"Claim", testClaim},
+		{"CancelRequests", testCancelRequests},
 		{"WriteSize", testWriteSize},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, h) })
