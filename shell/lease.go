@@ -219,8 +219,8 @@ type holding struct {
 	// cancelReason is a cancellation someone requested, once seen.
 	cancelReason string
 	cancel       context.CancelCauseFunc
-	stop       chan struct{}
-	done       chan struct{}
+	stop         chan struct{}
+	done         chan struct{}
 }
 
 // hold starts the heartbeat of l, acquired at the time given; ctx's child,
