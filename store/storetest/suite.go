@@ -58,6 +58,7 @@ func Run(t *testing.T, h Harness) {
 		{"RacingAcquirers", testRacingAcquirers},
 		{"Claim", testClaim},
 		{"WriteSize", testWriteSize},
+		{"ToolCache", testToolCache},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, h) })
 	}
