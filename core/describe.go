@@ -173,6 +173,9 @@ func describeToolResult(r ToolResult) string {
 	if r.Failed() {
 		return r.CallID + " error " + quote(r.Error)
 	}
+	if r.Cached {
+		return r.CallID + " ok (cached) " + quote(r.Output)
+	}
 	return r.CallID + " ok " + quote(r.Output)
 }
 

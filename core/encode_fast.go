@@ -188,6 +188,9 @@ func appendToolResult(dst []byte, r *ToolResult) []byte {
 	if len(r.Sources) > 0 {
 		dst = appendStrings(f.key(dst, 4), r.Sources)
 	}
+	if r.Cached {
+		dst = appendBool(f.key(dst, 5), true)
+	}
 	return f.close(dst)
 }
 

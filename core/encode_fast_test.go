@@ -311,6 +311,7 @@ var fastFields = map[reflect.Type][]string{
 	reflect.TypeFor[ToolResult](): {
 		"CallID string `1,keyasint,omitempty`", "Output string `2,keyasint,omitempty`",
 		"Error string `3,keyasint,omitempty`", "Sources []string `4,keyasint,omitempty`", "Transient bool `-`",
+		"Cached bool `5,keyasint,omitempty`",
 	},
 	reflect.TypeFor[Request](): {"Input string `1,keyasint,omitempty`"},
 	reflect.TypeFor[Pending](): {

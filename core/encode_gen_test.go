@@ -101,6 +101,7 @@ func genToolResult(text *rapid.Generator[string]) *rapid.Generator[ToolResult] {
 			Output:  text.Draw(t, "output"),
 			Error:   text.Draw(t, "error"),
 			Sources: genList(text).Draw(t, "sources"),
+			Cached:  rapid.Bool().Draw(t, "cached"),
 		}
 	})
 }

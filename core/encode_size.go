@@ -69,7 +69,7 @@ func resultsSize(results []ToolResult) int {
 	n := listField
 	for i := range results {
 		r := &results[i]
-		n += 1 + textSize(r.CallID) + textSize(r.Output) + textSize(r.Error)
+		n += 1 + textSize(r.CallID) + textSize(r.Output) + textSize(r.Error) + boolField
 		if len(r.Sources) > 0 {
 			n += stringsSize(r.Sources)
 		}

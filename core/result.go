@@ -46,6 +46,11 @@ type ToolResult struct {
 	// connection, a 5xx, a server that was restarting). The shell's retry
 	// policy reads it; it is never stored and the core ignores it.
 	Transient bool `cbor:"-" json:"-"`
+	// Cached marks a result the shell took from its tool-result cache
+	// instead of running the tool (see shell.CachePolicy). It is recorded
+	// with the result, so stats and traces can tell, and a replay, which
+	// feeds the recorded results, sees it too. The core ignores it.
+	Cached bool `cbor:"5,keyasint,omitempty" json:"cached,omitempty"`
 }
 
 // Failed reports whether the call failed.

@@ -10,4 +10,13 @@
 // Model providers (subpackage models/...) and tools (subpackage tools) plug in
 // through the ModelProvider and Tool interfaces; a tool's failure is a
 // core.ToolResult with Error set, which the model sees, never a Go error.
+//
+// Each tool is declared once: a Registry takes each internal tool (its
+// Spec is its declaration; NewTool makes one of a Go function, its schema
+// derived from the argument struct) and each external tool, and builds the
+// Agent whose core config and implementations both come from it. A Runner
+// refuses at start an agent whose declarations and implementations
+// disagree (ErrToolDeclaration). ToolSettings add what a tool asks of the
+// shell: a View of its run, an output schema its results must fit, and a
+// CachePolicy (see docs/adr/0022-tool-registry-and-declarations.md).
 package shell

@@ -407,13 +407,12 @@ func TestSecretsNeverReachTheStore(t *testing.T) {
 	db := openStore(t)
 	ctx := context.Background()
 	const key = "sk-test-0123456789abcdef"
-	leak := fnTool{spec: core.Tool{Name: "leak", Idempotent: true}, run: func(context.Context, core.ToolCall) core.ToolResult {
+	leak := fnTool{spec: core.Tool{Name: "leak", Idempotent: true, Parameters: []byte(anyArgs)}, run: func(context.Context, core.ToolCall) core.ToolResult {
 		return core.ToolResult{Output: "env: OPENAI_API_KEY=" + key, Sources: []string{"https://x/?key=" + key}}
 	}}
 	ag := newAgent(t, scripted(t,
 		`{"text":"I will use `+key+`","tool_calls":[{"id":"l1","name":"leak","arguments":{"x":"`+key+`"}}]}`,
 		`{"text":"the key was `+key+`"}`), leak)
-	ag.Config.Tools[0].Parameters = []byte(anyArgs)
 	ag.Secrets = []shell.Secret{{Name: "OPENAI_API_KEY", Value: key}}
 	var events bytes.Buffer
 	out, err := shell.NewRunner(db, &shell.Options{Observer: observerFunc(func(e shell.Event) { events.WriteString(e.Text + "\n") })}).Start(ctx, ag, "use "+key)

@@ -37,6 +37,9 @@ type RunContext struct {
 	RunID string
 	Step  int
 	Agent string
+	// View is the part of the run the tool declared it wants to see
+	// (ToolSettings.View); nil when it declared none.
+	View *RunView
 }
 
 // Tool is a tool the shell runs itself. Run never returns a Go error: a

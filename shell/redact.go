@@ -113,5 +113,5 @@ func (x Redactor) ToolResult(t core.ToolResult) core.ToolResult {
 	if x.r == nil {
 		return t
 	}
-	return core.ToolResult{CallID: t.CallID, Output: x.String(t.Output), Error: x.String(t.Error), Sources: x.all(t.Sources), Transient: t.Transient}
+	return core.ToolResult{CallID: t.CallID, Output: x.String(t.Output), Error: x.String(t.Error), Sources: x.all(t.Sources), Transient: t.Transient, Cached: t.Cached}
 }

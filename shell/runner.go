@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/stepwise-agent/stepwise/core"
@@ -28,6 +29,10 @@ type Agent struct {
 	// ToolRetry overrides DefaultToolRetry per tool name. Only idempotent
 	// tools are retried.
 	ToolRetry map[string]RetryPolicy
+	// ToolSettings holds, per tool name, what an internal tool asks of the
+	// shell beyond its declaration: a view of the run, an output schema, a
+	// cache (see ToolSettings; a Registry fills it).
+	ToolSettings map[string]ToolSettings
 	// Secrets are the values the agent names as secret: they never reach
 	// the store, an export, a log or the model (see Secret).
 	Secrets []Secret
@@ -76,7 +81,8 @@ type Event struct {
 	RunID string
 	Seq   int
 	// Kind is "model", "tools", "tool", "external", "memory", "complete",
-	// "fail", "interrupted", "stalled", "retry" or "in_doubt".
+	// "fail", "interrupted", "stalled", "retry", "in_doubt" or "cache" (the
+	// tool cache could not be read or written).
 	Kind     string
 	Text     string
 	Duration time.Duration
@@ -307,6 +313,9 @@ func (r *Runner) check(ag *Agent) error {
 			return fmt.Errorf("tool %q has no implementation", t.Name)
 		}
 	}
+	if err := r.checkTools(ag); err != nil {
+		return err
+	}
 	switch ag.InDoubt {
 	case "", InDoubtUnknown, InDoubtRerun, InDoubtWait:
 	default:
@@ -329,6 +338,10 @@ type cursor struct {
 	handOff bool
 	// stop, once closed, sets handOff (see Drive).
 	stop <-chan struct{}
+	// cache holds the run's results of cacheable tools (see runCache),
+	// once read.
+	cache   runCache
+	cacheMu sync.Mutex
 }
 
 // load reads the run's last checkpoint once this runner holds its lease,

@@ -92,6 +92,13 @@ func (r *Runner) runTools(ctx context.Context, ag *Agent, cur *cursor, a core.Re
 		if err := h.ensure(); err != nil {
 			return err
 		}
+		if res, ok := r.fromCache(ctx, ag, cur, c, x); ok {
+			results[i], done[i] = res, true
+			r.emit(func() Event {
+				return Event{RunID: cur.id, Seq: cur.seq, Kind: "tool", Text: describeToolResult(c, res)}
+			})
+			return nil
+		}
 		if !idem || journal {
 			if err := r.store.RecordIntent(durable, h.lease(), cur.seq, c); err != nil {
 				return fmt.Errorf("record intent of %s: %w", c.ID, err)
@@ -107,6 +114,7 @@ func (r *Runner) runTools(ctx context.Context, ag *Agent, cur *cursor, a core.Re
 				return fmt.Errorf("record outcome of %s: %w", c.ID, err)
 			}
 		}
+		r.toCache(ctx, ag, cur, c, res, x)
 		results[i], done[i] = res, true
 		r.emit(func() Event {
 			return Event{RunID: cur.id, Seq: cur.seq, Kind: "tool", Text: describeToolResult(c, res), Duration: time.Since(start)}
@@ -156,7 +164,7 @@ func (r *Runner) callWithRetry(ctx context.Context, ag *Agent, cur *cursor, c co
 	policy := ag.ToolRetry[c.Name].WithDefaults(DefaultToolRetry)
 	first := time.Now()
 	for attempt := 1; ; attempt++ {
-		res := r.callTool(ctx, ag, cur, c)
+		res := r.callTool(ctx, ag, cur, c, x)
 		if ctx.Err() != nil {
 			return res, ctx.Err()
 		}
@@ -193,7 +201,7 @@ func anyFailed(results []core.ToolResult, done []bool) bool {
 
 // callTool runs one call with its timeout, turning panics and timeouts into
 // tool errors and capping the output.
-func (r *Runner) callTool(ctx context.Context, ag *Agent, cur *cursor, c core.ToolCall) (res core.ToolResult) {
+func (r *Runner) callTool(ctx context.Context, ag *Agent, cur *cursor, c core.ToolCall, x Redactor) (res core.ToolResult) {
 	t := ag.Tools[c.Name]
 	if t == nil {
 		return core.ToolResult{CallID: c.ID, Error: fmt.Sprintf("tool %q is not available in this shell", c.Name)}
@@ -209,11 +217,14 @@ func (r *Runner) callTool(ctx context.Context, ag *Agent, cur *cursor, c core.To
 			res = core.ToolResult{CallID: c.ID, Error: fmt.Sprintf("the tool crashed: %v", p)}
 		}
 	}()
-	res = t.Run(tctx, c, RunContext{RunID: cur.id, Step: cur.seq, Agent: ag.Config.Name})
+	settings := ag.ToolSettings[c.Name]
+	rc := RunContext{RunID: cur.id, Step: cur.seq, Agent: ag.Config.Name, View: runView(settings.View, ag, cur, x)}
+	res = t.Run(tctx, c, rc)
 	res.CallID = c.ID
 	if tctx.Err() == context.DeadlineExceeded && ctx.Err() == nil && !res.Failed() {
 		res = core.ToolResult{CallID: c.ID, Error: fmt.Sprintf("timed out after %s", timeout)}
 	}
+	res = checkOutput(settings.OutputSchema, c, res)
 	res.Output = capBytes(res.Output, r.opts.MaxToolOutput)
 	res.Error = capBytes(res.Error, r.opts.MaxToolOutput)
 	return res
@@ -246,6 +257,9 @@ func capBytes(s string, n int) string {
 func describeToolResult(c core.ToolCall, r core.ToolResult) string {
 	if r.Failed() {
 		return fmt.Sprintf("%s#%s failed: %s", c.Name, c.ID, firstLine(r.Error))
+	}
+	if r.Cached {
+		return fmt.Sprintf("%s#%s ok (%d bytes, cached)", c.Name, c.ID, len(r.Output))
 	}
 	return fmt.Sprintf("%s#%s ok (%d bytes)", c.Name, c.ID, len(r.Output))
 }

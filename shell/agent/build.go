@@ -61,15 +61,20 @@ func (s *Spec) build(opts BuildOptions) (*shell.Agent, error) {
 		}
 		opts.Script = abs
 	}
-	ag := &shell.Agent{
-		Config:       s.Config,
-		Models:       map[core.ModelRole]shell.ModelProvider{},
-		Tools:        map[string]shell.Tool{},
-		ToolTimeouts: s.ToolTimeouts,
-		ToolRetry:    s.ToolRetry,
-		Secrets:      s.secrets(),
-		InDoubt:      s.InDoubt,
+	// One declaration: the registry makes both the core's tool list and
+	// the implementations, from the tables.
+	reg, err := s.registry()
+	if err != nil {
+		return nil, err
 	}
+	cfg := s.Config
+	cfg.Tools = nil
+	ag, err := reg.Agent(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ag.ToolTimeouts, ag.ToolRetry = s.ToolTimeouts, s.ToolRetry
+	ag.Secrets, ag.InDoubt = s.secrets(), s.InDoubt
 	for _, role := range slices.Sorted(maps.Keys(s.File.Models)) {
 		m, r := s.File.Models[role], core.ModelRole(role)
 		if r == core.Primary && opts.Script != "" {
@@ -87,9 +92,6 @@ func (s *Spec) build(opts BuildOptions) (*shell.Agent, error) {
 			return nil, err
 		}
 		ag.Models[core.Primary] = p
-	}
-	for _, impl := range s.impls {
-		ag.Tools[impl.Spec().Name] = impl
 	}
 	ag.Source = s.sourceWith(opts)
 	return ag, nil

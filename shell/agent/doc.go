@@ -6,6 +6,7 @@
 //	name = "coder"
 //	system_prompt = "You write and run small programs."
 //	format = "native"            # native | xml | json | fenced | strict | helpers | auto
+//	tools_enabled = true         # false: no tool at all (see Switching tools off)
 //
 //	[models.primary]
 //	provider = "openai"          # openai | script
@@ -32,8 +33,12 @@
 //
 //	[[tools]]                    # a built-in tool, with its options
 //	builtin = "run_code"
-//	languages = ["python3"]
+//	languages = ["python3"]      # or python; javascript for node; bash
 //	secrets = ["GITHUB_TOKEN"]   # see Secrets
+//
+//	[[tools]]
+//	builtin = "web_search"
+//	enabled = false              # off, kept for later (see Switching tools off)
 //
 //	[[tools]]                    # an external tool: the run pauses for the caller
 //	name = "approve"
@@ -48,6 +53,14 @@
 //	idempotent = true
 //	retry = { attempts = 4, backoff = "200ms" }
 //	parameters = '''{"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}'''
+//
+//	[[tools]]                    # a command tool that sees its run and answers JSON
+//	name = "summarize"
+//	command = ["./summarize.py"]
+//	view = ["run_id", "step", "tools_used", "messages:5"]   # see Views
+//	output_schema = '''{"type": "object", "properties": {"summary": {"type": "string"}}, "required": ["summary"]}'''
+//	idempotent = true
+//	cache = "1h"                 # "run", or a duration: see Caching
 //
 // parameters may be a JSON string (property order kept, which the helpers
 // format uses for positional arguments) or a TOML table (properties sorted).
@@ -107,6 +120,75 @@
 //   - "rerun": the call runs again.
 //   - "wait": the run stalls until an operator says what the call did, or
 //     that it did not run, with `stepwise resume RUN --results FILE`.
+//
+// # Switching tools off
+//
+// enabled = false in a [[tools]] table switches its tools off, and in an
+// [[mcp]] table its server (not started): without deleting the table. A
+// tool that is off is not declared to the model (the core then refuses a
+// call of it as an unknown tool) and not runnable. The table is still
+// read, so an unknown key or a value of the wrong type in it is an error,
+// but it is not built: options that would make an enabled tool unusable
+// here (a missing root, a missing base_url) are not checked. Its name is
+// free for another table. tools_enabled = false at the top switches every
+// tool off: every [[tools]] and [[mcp]] table, and the memory tools
+// ([memory] tools; recall, which is not a tool, stays as configured).
+//
+// # Built-in tools' arguments
+//
+// run_code takes language (python3, bash, node, or python and javascript
+// for python3 and node; languages may use either name), code, and an
+// optional timeout in whole seconds, from 1 to the table's timeout (10s by
+// default, rounded down, at least 1). The schema states the bound, so the
+// core refuses a larger value with a correction naming it; a call without
+// one gets the table's timeout. web_search takes query and num_results
+// (default 5, at most max_results of its table), also accepted as
+// max_results; a call giving both with different values is an error
+// naming both.
+//
+// # Views
+//
+// view = [...] in a command tool's table hands the tool part of its run
+// with each call, as JSON in a file whose path is in the environment
+// variable STEPWISE_VIEW (readable by the tool only, removed when it ends;
+// standard input stays the stdin template). The fields are run_id, step
+// (the step whose request made the call), agent, tools_used (in first-use
+// order) and messages:N (the last N messages of the conversation, N from
+// 1 to 1000; each {"role", "content", "calls", "call_id", "name",
+// "is_error"}); only the listed ones are in the file:
+//
+//	{"run_id": "r2026…", "step": 3, "tools_used": ["search"], "messages": [{"role": "user", "content": "…"}]}
+//
+// The view comes from the run's state, where every secret is already a
+// "[redacted:NAME]" marker, so it holds no secret. (A Go tool declares its
+// view with shell.ToolSettings.View and reads it from
+// shell.RunContextFrom.)
+//
+// # Output schemas
+//
+// output_schema in a command tool's table (a JSON Schema, as JSON text or
+// a table, like parameters) is what the tool's output must be: JSON that
+// fits it, checked with the same validator as arguments (exact types, no
+// coercion). An output that is not JSON or does not fit becomes the
+// tool's error, naming every mismatch by its path (field "items[2].id":
+// expected an integer, found the string "7"), and the model reads it like
+// any tool error. A failed call is not checked.
+//
+// # Caching
+//
+// cache in the table of idempotent tools (a command tool with idempotent =
+// true, web_search, http_get, read_file, list_files, sql_query) lets the
+// shell answer a call with an earlier result of the same tool for the same
+// arguments (canonical JSON), instead of running it again. cache = "run"
+// reuses results within a run, also after the run paused or was resumed;
+// cache = "1h" (any positive duration) reuses them across runs of the agent
+// (by its name) for that long, kept in the run store (SQLite or
+// PostgreSQL) under a digest of agent, tool and arguments. Only
+// successful results are cached, as the run recorded them (secrets
+// redacted). A result from the cache is recorded in the run like any
+// other, marked cached (`stepwise show` tells), so a replay is exact. A
+// tool that is not idempotent cannot be cached, nor can an external one,
+// nor write_file (a cached call would not write; so not the files group).
 //
 // # Error prefix
 //

@@ -2,10 +2,13 @@ package agent
 
 // File is the TOML shape of an agent file.
 type File struct {
-	Name         string           `toml:"name"`
-	SystemPrompt string           `toml:"system_prompt"`
-	Format       string           `toml:"format"`
-	StuckPhrases []string         `toml:"stuck_phrases"`
+	Name         string   `toml:"name"`
+	SystemPrompt string   `toml:"system_prompt"`
+	Format       string   `toml:"format"`
+	StuckPhrases []string `toml:"stuck_phrases"`
+	// ToolsEnabled = false switches every tool off ([[tools]], [[mcp]]
+	// and the memory tools): the model is declared none.
+	ToolsEnabled *bool            `toml:"tools_enabled"`
 	Models       map[string]Model `toml:"models"`
 	Limits       Limits           `toml:"limits"`
 	Policy       Policy           `toml:"policy"`
@@ -84,6 +87,9 @@ type Run struct {
 // tool (mode = "external"), or a command tool (command = [...]). Options that
 // do not apply to its kind are errors.
 type ToolTable struct {
+	// Enabled = false switches the table's tools off without deleting
+	// them: they are neither declared to the model nor runnable.
+	Enabled        *bool    `toml:"enabled"`
 	Builtin        string   `toml:"builtin"`
 	Name           string   `toml:"name"`
 	Description    string   `toml:"description"`
@@ -102,6 +108,15 @@ type ToolTable struct {
 	// that are secret (command tools and run_code).
 	Secrets []string `toml:"secrets"`
 	Retry   *Retry   `toml:"retry"`
+	// View lists what of the run a command tool gets with each call
+	// (shell.View): run_id, step, agent, tools_used, messages:N.
+	View []string `toml:"view"`
+	// OutputSchema is the JSON Schema a command tool's output must fit,
+	// as JSON text or a table, like parameters.
+	OutputSchema any `toml:"output_schema"`
+	// Cache is "run" (results reused within a run) or a duration (reused
+	// across runs of the agent for that long), for idempotent tools.
+	Cache string `toml:"cache"`
 	// Built-in options.
 	Languages  []string `toml:"languages"`
 	Root       string   `toml:"root"`
@@ -117,6 +132,9 @@ type ToolTable struct {
 
 // MCPServer is one [[mcp]] entry (see the MCP support).
 type MCPServer struct {
+	// Enabled = false leaves the server off: it is not started and its
+	// tools are not declared.
+	Enabled    *bool             `toml:"enabled"`
 	Name       string            `toml:"name"`
 	Command    string            `toml:"command"`
 	Args       []string          `toml:"args"`

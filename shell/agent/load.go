@@ -39,6 +39,9 @@ type Spec struct {
 	// ToolRetry is the retry policy of each tool whose table has a retry
 	// key (shell.DefaultToolRetry filling what it leaves out).
 	ToolRetry map[string]shell.RetryPolicy
+	// ToolSettings are the view, output schema and cache of each tool
+	// whose table has one of those keys.
+	ToolSettings map[string]shell.ToolSettings
 	// InDoubt is [run] in_doubt (default shell.InDoubtUnknown).
 	InDoubt shell.InDoubtPolicy
 	// SecretNames are the environment variables the agent names as secret
@@ -88,7 +91,7 @@ func parse(data []byte, name, dir string, checkFiles bool) (*Spec, error) {
 	}
 	s := &Spec{
 		File: f, Dir: dir, Text: data, ToolTimeouts: map[string]time.Duration{},
-		ToolRetry: map[string]shell.RetryPolicy{}, modelRetry: map[string]shell.RetryPolicy{},
+		ToolRetry: map[string]shell.RetryPolicy{}, ToolSettings: map[string]shell.ToolSettings{}, modelRetry: map[string]shell.RetryPolicy{},
 	}
 	if err := s.convert(name, data, checkFiles); err != nil {
 		return nil, err
@@ -181,8 +184,14 @@ func (s *Spec) convert(name string, data []byte, checkFiles bool) error {
 	default:
 		return at("run.in_doubt", "run.in_doubt %q is not one of unknown, rerun, wait", p)
 	}
+	if !enabled(f.ToolsEnabled) {
+		cfg.Memory.Tools = false // every tool is off; recall is not a tool
+	}
 	var tableOf []int // the [[tools]] table of each of cfg.Tools
 	for i, t := range f.Tools {
+		if !enabled(f.ToolsEnabled) || !enabled(t.Enabled) {
+			continue // off: decoded (its keys are checked), not built
+		}
 		specs, err := s.tools(t)
 		if err != nil {
 			path := fmt.Sprintf("tools.%d", i)

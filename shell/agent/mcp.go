@@ -17,6 +17,9 @@ import (
 func (s *Spec) mcpServers() ([]mcp.ServerConfig, error) {
 	out := make([]mcp.ServerConfig, 0, len(s.File.MCP))
 	for i, m := range s.File.MCP {
+		if !enabled(s.File.ToolsEnabled) || !enabled(m.Enabled) {
+			continue // off: not started, its tools not declared
+		}
 		timeout, err := duration(m.Timeout)
 		if err != nil {
 			return nil, fmt.Errorf("mcp[%d]: timeout: %v", i, err)
@@ -66,7 +69,7 @@ func (s *Spec) connectMCP(ctx context.Context) (*mcp.Manager, []string, error) {
 		return nil, nil, nil
 	}
 	servers, err := s.mcpServers()
-	if err != nil {
+	if err != nil || len(servers) == 0 {
 		return nil, nil, err
 	}
 	m, err := mcp.NewManager(servers, &mcp.Options{Stderr: os.Stderr})

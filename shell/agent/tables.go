@@ -118,6 +118,9 @@ func (s *Spec) tools(t ToolTable) ([]core.Tool, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := s.settings(t, specs, impls == nil); err != nil {
+		return nil, err
+	}
 	if d, _ := duration(t.Timeout); d > 0 {
 		for _, ct := range specs {
 			s.ToolTimeouts[ct.Name] = d + toolGrace

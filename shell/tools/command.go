@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -54,6 +56,10 @@ type CommandSpec struct {
 	// PassContext sets STEPWISE_RUN_ID, STEPWISE_STEP and STEPWISE_AGENT
 	// from the call's shell.RunContext.
 	PassContext bool
+	// (A call whose RunContext carries a View, which the agent declares
+	// for the tool with shell.ToolSettings.View, gets it as a JSON file,
+	// named by STEPWISE_VIEW, readable by the program only and removed
+	// when it ends; see ViewEnv.)
 	// Idempotent declares the command safe to run again after a crash
 	// left its outcome unknown.
 	Idempotent bool
@@ -164,6 +170,13 @@ func (c *command) Spec() core.Tool {
 	}
 }
 
+// ViewEnv is the environment variable that names the file holding the
+// view of the run a command tool declared (shell.View), as JSON:
+// {"run_id": ..., "step": ..., "agent": ..., "tools_used": [...],
+// "messages": [...]}, with the declared fields only. Standard input stays
+// the tool's stdin template.
+const ViewEnv = "STEPWISE_VIEW"
+
 // exitTempFail is EX_TEMPFAIL (sysexits.h): a command that exits with it
 // reports a failure that may go away on its own (retried for an
 // idempotent tool, then the run stalls).
@@ -187,6 +200,14 @@ func (c *command) Run(ctx context.Context, call core.ToolCall, rc shell.RunConte
 	pass := slices.Clone(c.spec.Env)
 	if c.spec.PassContext {
 		pass = append(pass, "STEPWISE_RUN_ID="+rc.RunID, "STEPWISE_STEP="+strconv.Itoa(rc.Step), "STEPWISE_AGENT="+rc.Agent)
+	}
+	if rc.View != nil {
+		file, cleanup, err := writeView(rc.View)
+		if err != nil {
+			return failf(call, "cannot hand the tool its view of the run: %v", err)
+		}
+		defer cleanup()
+		pass = append(pass, ViewEnv+"="+file)
 	}
 	res := runProcess(ctx, procSpec{
 		path:      path,
@@ -226,4 +247,25 @@ func (c *command) Run(ctx context.Context, call core.ToolCall, rc shell.RunConte
 		out = "(no output)"
 	}
 	return core.ToolResult{CallID: call.ID, Output: out}
+}
+
+// writeView writes the view as JSON to a file of its own, in a directory
+// of its own that only this user can enter, and returns its path and what
+// removes both.
+func writeView(v *shell.RunView) (string, func(), error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", nil, err
+	}
+	dir, err := os.MkdirTemp("", "stepwise-view-")
+	if err != nil {
+		return "", nil, err
+	}
+	cleanup := func() { os.RemoveAll(dir) }
+	file := filepath.Join(dir, "view.json")
+	if err := os.WriteFile(file, b, 0o600); err != nil {
+		cleanup()
+		return "", nil, err
+	}
+	return file, cleanup, nil
 }

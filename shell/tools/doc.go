@@ -32,6 +32,9 @@
 // HideEnvironment closes this process's environment to them. Elsewhere the
 // program runs in its own process group, which is killed.
 //
+// A command tool whose call carries a view of its run (shell.RunContext.View,
+// declared by the agent) reads it as JSON from the file named by ViewEnv.
+//
 // Each constructor takes an options struct whose zero values mean the
 // documented defaults. Builtin builds a built-in by name from Options, and
 // Builtins lists the names it knows.

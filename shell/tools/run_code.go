@@ -23,13 +23,16 @@ const (
 // RunCodeOptions configures run_code. Zero values mean the defaults.
 type RunCodeOptions struct {
 	// Languages the model may use, in the order the schema lists them, each
-	// one of "python3", "bash", "node" (empty: all three).
+	// one of "python3", "bash", "node", or an alias of one (see
+	// LanguageAliases) (empty: all three).
 	Languages []string
 	// Interpreters overrides the program that runs a language, by language
-	// name (default: the language's name looked up in PATH at call time).
+	// name or alias (default: the language's name looked up in PATH at call
+	// time).
 	Interpreters map[string]string
 	// Timeout bounds one run (0: DefaultRunCodeTimeout); the caller's
-	// context bounds it too.
+	// context bounds it too. It is also the most a call may ask for with
+	// its timeout argument.
 	Timeout time.Duration
 	// MaxOutput is how many bytes of stdout, and of stderr, are kept
 	// (0: DefaultRunCodeMaxOutput); the result says how much was cut.
@@ -58,17 +61,41 @@ var languages = map[string]language{
 
 var defaultLanguages = []string{"python3", "bash", "node"}
 
+// LanguageAliases are the other names run_code takes for its languages,
+// in its options and in a call's language argument (the names seed
+// designs use): python for python3, javascript for node. bash is bash.
+var LanguageAliases = map[string]string{"python": "python3", "javascript": "node"}
+
+// aliasesOf are the aliases of each language, in the order the schema
+// lists them.
+var aliasesOf = map[string][]string{"python3": {"python"}, "node": {"javascript"}}
+
+// canonicalLanguage is the language name is, or an alias of.
+func canonicalLanguage(name string) string {
+	if c, ok := LanguageAliases[name]; ok {
+		return c
+	}
+	return name
+}
+
 func (o RunCodeOptions) withDefaults() RunCodeOptions {
 	if len(o.Languages) == 0 {
 		o.Languages = defaultLanguages
 	}
 	var langs []string
 	for _, l := range o.Languages {
-		if !slices.Contains(langs, l) {
+		if l = canonicalLanguage(l); !slices.Contains(langs, l) {
 			langs = append(langs, l)
 		}
 	}
 	o.Languages = langs
+	if len(o.Interpreters) > 0 {
+		progs := make(map[string]string, len(o.Interpreters))
+		for l, p := range o.Interpreters {
+			progs[canonicalLanguage(l)] = p
+		}
+		o.Interpreters = progs
+	}
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultRunCodeTimeout
 	}
@@ -80,12 +107,12 @@ func (o RunCodeOptions) withDefaults() RunCodeOptions {
 
 func (o RunCodeOptions) validate() error {
 	for _, l := range o.Languages {
-		if _, ok := languages[l]; !ok {
-			return fmt.Errorf("run_code: language %q is not one of python3, bash, node", l)
+		if _, ok := languages[canonicalLanguage(l)]; !ok {
+			return fmt.Errorf("run_code: language %q is not one of python3 (or python), bash, node (or javascript)", l)
 		}
 	}
 	for l := range o.Interpreters {
-		if _, ok := languages[l]; !ok {
+		if _, ok := languages[canonicalLanguage(l)]; !ok {
 			return fmt.Errorf("run_code: interpreter for unknown language %q", l)
 		}
 	}
@@ -108,26 +135,54 @@ type runCode struct {
 // stdout and stderr. A non-zero exit is an output the model reads; a
 // timeout (the program and every process it started are killed) is an
 // error. Not idempotent.
+//
+// Its arguments: language (a configured language or its alias: python,
+// javascript, bash), code, and an optional timeout in whole seconds, from
+// 1 to the configured Timeout (rounded down, at least 1); the schema says
+// so, so the core refuses a larger value with a correction naming the
+// limit. A call without timeout gets the configured Timeout, and a call's
+// timeout never exceeds it.
 func RunCode(opts RunCodeOptions) shell.Tool {
 	return &runCode{opts: opts.withDefaults(), err: opts.validate()}
 }
 
 func (t *runCode) Spec() core.Tool {
+	names := slices.Clone(t.opts.Languages)
+	var described []string
+	for _, l := range t.opts.Languages {
+		if as := aliasesOf[l]; len(as) > 0 {
+			names = append(names, as...)
+			described = append(described, fmt.Sprintf("%s (or %s)", l, strings.Join(as, ", ")))
+		} else {
+			described = append(described, l)
+		}
+	}
+	maxSecs := t.maxTimeoutSeconds()
 	return core.Tool{
 		Name: "run_code",
 		Description: fmt.Sprintf("Run a program and get its exit code, stdout and stderr. Languages: %s. "+
 			"It runs in a fresh, empty working directory that is deleted afterwards, with a minimal environment. "+
-			"Time limit %s; output beyond %d bytes per stream is cut.", strings.Join(t.opts.Languages, ", "), t.opts.Timeout, t.opts.MaxOutput),
+			"Time limit %s; output beyond %d bytes per stream is cut.", strings.Join(described, ", "), t.opts.Timeout, t.opts.MaxOutput),
 		Parameters: objectSchema([]prop{
-			{"language", map[string]any{"type": "string", "enum": t.opts.Languages, "description": "the interpreter to run the code with"}},
+			{"language", map[string]any{"type": "string", "enum": names, "description": "the interpreter to run the code with"}},
 			{"code", map[string]any{"type": "string", "minLength": 1, "description": "the complete program source"}},
+			{"timeout", map[string]any{"type": "integer", "minimum": 1, "maximum": maxSecs,
+				"description": fmt.Sprintf("seconds before the program is killed, at most %d (default: the time limit)", maxSecs)}},
 		}, "language", "code"),
 	}
+}
+
+// maxTimeoutSeconds is the most a call's timeout may ask for: the
+// configured timeout in whole seconds, at least 1.
+func (t *runCode) maxTimeoutSeconds() int {
+	return max(1, int(t.opts.Timeout/time.Second))
 }
 
 type runCodeArgs struct {
 	Language string `json:"language"`
 	Code     string `json:"code"`
+	// Timeout is in seconds; 0: the configured timeout.
+	Timeout int `json:"timeout"`
 }
 
 func (t *runCode) Run(ctx context.Context, call core.ToolCall, _ shell.RunContext) core.ToolResult {
@@ -138,17 +193,25 @@ func (t *runCode) Run(ctx context.Context, call core.ToolCall, _ shell.RunContex
 	if err := decodeArgs(call, &a); err != nil {
 		return failf(call, "%v", err)
 	}
-	lang, ok := languages[a.Language]
-	if !ok || !slices.Contains(t.opts.Languages, a.Language) {
+	name := canonicalLanguage(a.Language)
+	lang, ok := languages[name]
+	if !ok || !slices.Contains(t.opts.Languages, name) {
 		return failf(call, "language %q is not available; use one of %s", a.Language, strings.Join(t.opts.Languages, ", "))
 	}
-	program := t.opts.Interpreters[a.Language]
+	timeout := t.opts.Timeout
+	switch maxSecs := t.maxTimeoutSeconds(); {
+	case a.Timeout < 0 || a.Timeout > maxSecs:
+		return failf(call, "timeout must be from 1 to %d seconds, found %d", maxSecs, a.Timeout)
+	case a.Timeout > 0:
+		timeout = min(timeout, time.Duration(a.Timeout)*time.Second)
+	}
+	program := t.opts.Interpreters[name]
 	if program == "" {
 		program = lang.program
 	}
 	path, err := exec.LookPath(program)
 	if err != nil {
-		return failf(call, "%s is not installed on this machine", a.Language)
+		return failf(call, "%s is not installed on this machine", name)
 	}
 	if path, err = filepath.Abs(path); err != nil {
 		return failf(call, "%v", err)
@@ -170,16 +233,16 @@ func (t *runCode) Run(ctx context.Context, call core.ToolCall, _ shell.RunContex
 		env: childEnv([]string{
 			"PATH=" + pathWith(path), "HOME=" + dir, "TMPDIR=" + dir, "LANG=C.UTF-8",
 		}, t.opts.Env),
-		timeout:   t.opts.Timeout,
+		timeout:   timeout,
 		maxOutput: t.opts.MaxOutput,
 	})
 	switch {
 	case res.ctxErr != nil:
 		return interrupted(call, res.ctxErr)
 	case res.startErr != nil:
-		return failf(call, "cannot run %s: %v", a.Language, res.startErr)
+		return failf(call, "cannot run %s: %v", name, res.startErr)
 	case res.timedOut:
-		return failf(call, "timed out after %s; it and every process it started were killed. Output so far:\n%s", t.opts.Timeout, describeStreams(&res))
+		return failf(call, "timed out after %s; it and every process it started were killed. Output so far:\n%s", timeout, describeStreams(&res))
 	}
 	return core.ToolResult{CallID: call.ID, Output: describeExit(&res) + "\n" + describeStreams(&res)}
 }

@@ -46,8 +46,8 @@ type WebSearchOptions struct {
 	// APIKeyEnv names the environment variable holding the Brave API key
 	// (default DefaultBraveAPIKeyEnv); it is read at call time.
 	APIKeyEnv string
-	// MaxResults caps the count the model may ask for
-	// (0: DefaultSearchMaxResult). The count defaults to
+	// MaxResults caps the number of results the model may ask for
+	// (num_results; 0: DefaultSearchMaxResult). The number defaults to
 	// DefaultSearchCount, or MaxResults when that is smaller.
 	MaxResults int
 	// Timeout bounds one search (0: DefaultSearchTimeout).
@@ -113,6 +113,12 @@ type webSearch struct {
 // and returns a numbered list of title, URL and snippet. Sources holds the
 // URLs. An error status or a malformed answer from the backend is an error
 // the model sees. Idempotent.
+//
+// Its arguments: query, and num_results (how many results; default
+// DefaultSearchCount, at most MaxResults), also accepted as max_results
+// (the name EDISON's design uses); both given and different is an error
+// naming both. (count, the name before, is still taken from calls
+// validated by an earlier schema.)
 func WebSearch(opts WebSearchOptions) shell.Tool {
 	t := &webSearch{opts: opts.withDefaults(), err: opts.validate()}
 	t.client = &http.Client{Transport: t.opts.Transport}
@@ -125,16 +131,52 @@ func (t *webSearch) Spec() core.Tool {
 		Description: "Search the web. Returns a numbered list of results, each a title, URL and snippet; fetch a page for more.",
 		Parameters: objectSchema([]prop{
 			{"query", map[string]any{"type": "string", "minLength": 1, "description": "the search terms"}},
-			{"count", map[string]any{"type": "integer", "minimum": 1, "maximum": t.opts.MaxResults,
-				"default": min(DefaultSearchCount, t.opts.MaxResults), "description": "how many results to return"}},
+			{"num_results", map[string]any{"type": "integer", "minimum": 1, "maximum": t.opts.MaxResults,
+				"description": fmt.Sprintf("how many results to return (default %d)", t.defaultCount())}},
+			{"max_results", map[string]any{"type": "integer", "minimum": 1, "maximum": t.opts.MaxResults,
+				"description": "another name for num_results; give one of the two"}},
 		}, "query"),
 		Idempotent: true,
 	}
 }
 
+// defaultCount is how many results a call without num_results gets.
+func (t *webSearch) defaultCount() int { return min(DefaultSearchCount, t.opts.MaxResults) }
+
 type webSearchArgs struct {
-	Query string `json:"query"`
-	Count int    `json:"count"`
+	Query      string `json:"query"`
+	NumResults *int   `json:"num_results"`
+	MaxResults *int   `json:"max_results"`
+	// Count is num_results' name before; only calls validated by an
+	// earlier schema (a run paused across an upgrade) carry it.
+	Count *int `json:"count"`
+
+	n int // the number asked for, resolved
+}
+
+// count resolves how many results the call asks for from its names for
+// it, or an error naming the names that disagree.
+func (a *webSearchArgs) count(def int) error {
+	var given []string
+	n := 0
+	for _, f := range []struct {
+		name string
+		v    *int
+	}{{"num_results", a.NumResults}, {"max_results", a.MaxResults}, {"count", a.Count}} {
+		if f.v == nil {
+			continue
+		}
+		if len(given) > 0 && *f.v != n {
+			return fmt.Errorf("%s (%d) and %s (%d) differ; give one of them", given[0], n, f.name, *f.v)
+		}
+		given = append(given, f.name)
+		n = *f.v
+	}
+	if len(given) == 0 {
+		n = def
+	}
+	a.n = n
+	return nil
 }
 
 // searchHit is one result, whichever backend gave it.
@@ -146,7 +188,7 @@ func (t *webSearch) Run(ctx context.Context, call core.ToolCall, _ shell.RunCont
 	if t.err != nil {
 		return failf(call, "misconfigured: %v", t.err)
 	}
-	a := webSearchArgs{Count: min(DefaultSearchCount, t.opts.MaxResults)}
+	var a webSearchArgs
 	if err := decodeArgs(call, &a); err != nil {
 		return failf(call, "%v", err)
 	}
@@ -154,8 +196,11 @@ func (t *webSearch) Run(ctx context.Context, call core.ToolCall, _ shell.RunCont
 	if a.Query == "" {
 		return failf(call, "the query is empty")
 	}
-	if a.Count < 1 || a.Count > t.opts.MaxResults {
-		return failf(call, "count must be between 1 and %d", t.opts.MaxResults)
+	if err := a.count(t.defaultCount()); err != nil {
+		return failf(call, "%v", err)
+	}
+	if a.n < 1 || a.n > t.opts.MaxResults {
+		return failf(call, "num_results must be between 1 and %d", t.opts.MaxResults)
 	}
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, t.opts.Timeout)
@@ -179,8 +224,8 @@ func (t *webSearch) Run(ctx context.Context, call core.ToolCall, _ shell.RunCont
 	case err != nil:
 		return failf(call, "%v", err)
 	}
-	if len(hits) > a.Count {
-		hits = hits[:a.Count]
+	if len(hits) > a.n {
+		hits = hits[:a.n]
 	}
 	if len(hits) == 0 {
 		return core.ToolResult{CallID: call.ID, Output: fmt.Sprintf("no results for %q", a.Query)}
@@ -224,7 +269,7 @@ func (t *webSearch) brave(ctx context.Context, a webSearchArgs) ([]searchHit, er
 	if key == "" {
 		return nil, fmt.Errorf("the Brave API key is missing: environment variable %s is not set", t.opts.APIKeyEnv)
 	}
-	q := url.Values{"q": {a.Query}, "count": {fmt.Sprint(a.Count)}}
+	q := url.Values{"q": {a.Query}, "count": {fmt.Sprint(a.n)}}
 	var body struct {
 		Web struct {
 			Results []struct {

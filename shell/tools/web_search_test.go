@@ -1,9 +1,11 @@
 package tools
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 )
@@ -52,7 +54,7 @@ func TestWebSearchSearxNG(t *testing.T) {
 	}}
 	srv := f.serve(t)
 	tool := WebSearch(WebSearchOptions{BaseURL: srv.URL + "/"})
-	res := run(t, tool, `{"query":"go lang & co","count":3}`)
+	res := run(t, tool, `{"query":"go lang & co","num_results":3}`)
 	want := "1. The Go Programming Language\n   https://go.dev/\n   Go is an open source programming language & more.\n" +
 		"2. (untitled)\n   https://pkg.go.dev/\n" +
 		"3. Third\n   https://example.com/3\n   three"
@@ -62,13 +64,13 @@ func TestWebSearchSearxNG(t *testing.T) {
 	if fmt.Sprint(res.Sources) != "[https://go.dev/ https://pkg.go.dev/ https://example.com/3]" {
 		t.Errorf("sources %q", res.Sources)
 	}
-	res = run(t, tool, `{"query":"go"}`) // count defaults to 5; three usable results
+	res = run(t, tool, `{"query":"go"}`) // num_results defaults to 5; three usable results
 	if len(res.Sources) != 3 {
 		t.Errorf("default count: %q", res.Sources)
 	}
-	res = run(t, tool, `{"query":"go","count":1}`)
+	res = run(t, tool, `{"query":"go","num_results":1}`)
 	if len(res.Sources) != 1 {
-		t.Errorf("count 1: %q", res.Sources)
+		t.Errorf("num_results 1: %q", res.Sources)
 	}
 	if !tool.Spec().Idempotent {
 		t.Error("web_search must be idempotent")
@@ -87,7 +89,7 @@ func TestWebSearchBrave(t *testing.T) {
 	}}
 	srv := f.serve(t)
 	tool := WebSearch(WebSearchOptions{Backend: BackendBrave, BaseURL: srv.URL, APIKeyEnv: "STEPWISE_TEST_BRAVE_KEY"})
-	res := run(t, tool, `{"query":"brave","count":2}`)
+	res := run(t, tool, `{"query":"brave","max_results":2}`)
 	want := "1. Brave one\n   https://one.example/\n   first \"hit\"\n2. Brave two\n   https://two.example/\n   second"
 	if res.Output != want || res.Error != "" {
 		t.Errorf("got\n%s\n(error %q)\nwant\n%s", res.Output, res.Error, want)
@@ -134,13 +136,15 @@ func TestWebSearchLimitsAndConfig(t *testing.T) {
 	}))
 	t.Cleanup(slow.Close)
 	tool := WebSearch(WebSearchOptions{BaseURL: slow.URL, MaxResults: 3, Timeout: 200 * time.Millisecond})
-	if _, err := checkCall(tool, `{"query":"x","count":4}`); err == nil {
-		t.Error("the core accepted a count above MaxResults")
+	for _, name := range []string{"num_results", "max_results"} {
+		if _, err := checkCall(tool, `{"query":"x","`+name+`":4}`); err == nil {
+			t.Errorf("the core accepted a %s above MaxResults", name)
+		}
+		if _, err := checkCall(tool, `{"query":"x","`+name+`":0}`); err == nil {
+			t.Errorf("the core accepted %s 0", name)
+		}
+		wantError(t, runRaw(tool, `{"query":"x","`+name+`":4}`), "num_results must be between 1 and 3")
 	}
-	if _, err := checkCall(tool, `{"query":"x","count":0}`); err == nil {
-		t.Error("the core accepted count 0")
-	}
-	wantError(t, runRaw(tool, `{"query":"x","count":4}`), "count must be between 1 and 3")
 	wantError(t, run(t, tool, `{"query":"x"}`), "did not answer within 200ms")
 	wantError(t, runRaw(WebSearch(WebSearchOptions{}), `{"query":"x"}`), "misconfigured", "needs base_url")
 	wantError(t, runRaw(WebSearch(WebSearchOptions{Backend: "bing", BaseURL: slow.URL}), `{"query":"x"}`), "misconfigured", `"bing"`)
@@ -148,4 +152,49 @@ func TestWebSearchLimitsAndConfig(t *testing.T) {
 	dead := httptest.NewServer(http.NotFoundHandler())
 	dead.Close()
 	wantError(t, run(t, WebSearch(WebSearchOptions{BaseURL: dead.URL}), `{"query":"x"}`), "unreachable")
+}
+
+// TestWebSearchNumResultsAndMaxResults: num_results (default 5) and its
+// other name max_results are both in the schema; either sets the count,
+// both must agree, and the core injects neither (else max_results alone
+// would meet a default num_results).
+func TestWebSearchNumResultsAndMaxResults(t *testing.T) {
+	t.Parallel()
+	body := `{"results":[` + strings.TrimSuffix(strings.Repeat(`{"title":"t","url":"https://example.com/x","content":"c"},`, 8), ",") + `]}`
+	f := &fakeSearch{path: "/search", status: 200, body: body}
+	tool := WebSearch(WebSearchOptions{BaseURL: f.serve(t).URL})
+	var schema struct {
+		Properties map[string]map[string]any `json:"properties"`
+		Required   []string                  `json:"required"`
+	}
+	if err := json.Unmarshal(tool.Spec().Parameters, &schema); err != nil {
+		t.Fatal(err)
+	}
+	num, max := schema.Properties["num_results"], schema.Properties["max_results"]
+	if num["type"] != "integer" || num["maximum"] != float64(DefaultSearchMaxResult) || !strings.Contains(num["description"].(string), "default 5") ||
+		max["type"] != "integer" || !strings.Contains(max["description"].(string), "num_results") || num["default"] != nil || fmt.Sprint(schema.Required) != "[query]" {
+		t.Fatalf("schema %s", tool.Spec().Parameters)
+	}
+	if c := validCall(t, tool, `{"query":"x","max_results":2}`); string(c.Args) != `{"max_results":2,"query":"x"}` {
+		t.Fatalf("the core changed the arguments to %s", c.Args)
+	}
+	for _, tc := range []struct {
+		args string
+		n    int
+	}{
+		{`{"query":"x"}`, 5},
+		{`{"query":"x","num_results":3}`, 3},
+		{`{"query":"x","max_results":2}`, 2},
+		{`{"query":"x","num_results":4,"max_results":4}`, 4},
+	} {
+		if res := run(t, tool, tc.args); len(res.Sources) != tc.n || res.Error != "" {
+			t.Errorf("%s: %d results (%q), want %d", tc.args, len(res.Sources), res.Error, tc.n)
+		}
+	}
+	wantError(t, run(t, tool, `{"query":"x","num_results":3,"max_results":6}`), "num_results (3) and max_results (6) differ")
+	// A call validated before num_results existed still runs.
+	if res := runRaw(tool, `{"query":"x","count":1}`); len(res.Sources) != 1 {
+		t.Errorf("count 1: %+v", res)
+	}
+	wantError(t, runRaw(tool, `{"query":"x","max_results":2,"count":3}`), "max_results (2) and count (3) differ")
 }

@@ -59,6 +59,7 @@ func Run(t *testing.T, h Harness) {
 		{"Claim", testClaim},
 		{"CancelRequests", testCancelRequests},
 		{"WriteSize", testWriteSize},
+		{"ToolCache", testToolCache},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, h) })
 	}

@@ -1,0 +1,75 @@
+package shell_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/stepwise-agent/stepwise/core"
+	"github.com/stepwise-agent/stepwise/shell"
+	"github.com/stepwise-agent/stepwise/shell/models/script"
+	"github.com/stepwise-agent/stepwise/store/sqlite"
+)
+
+// A Go function becomes a tool in one call, its schema derived from its
+// argument struct; a Registry declares it, and an external tool, once, and
+// builds the agent whose core config and implementations both come from
+// it.
+func ExampleNewTool() {
+	type FindUserArgs struct {
+		Name string `json:"name" jsonschema:"the user's name"`
+		Zip  string `json:"zip,omitempty" jsonschema:"a US zip code, to tell namesakes apart"`
+	}
+	find := shell.NewTool("find_user", "Find a user by name", func(ctx context.Context, a FindUserArgs) (string, error) {
+		if a.Name != "Sarah" {
+			return "", fmt.Errorf("no user called %s", a.Name)
+		}
+		return "Sarah Lee, 12 Elm St, " + a.Zip, nil
+	})
+	find.Idempotent = true
+
+	reg := shell.NewRegistry()
+	if err := reg.Internal(find, &shell.ToolSettings{Cache: &shell.CachePolicy{}}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := reg.External(core.Tool{Name: "send_letter", Description: "Post a letter (the caller does it).",
+		Parameters: []byte(`{"type":"object","properties":{"to":{"type":"string"}},"required":["to"]}`)}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(string(find.Spec().Parameters))
+	fmt.Println("send_letter is external:", reg.IsExternal("send_letter"), "- find_user is external:", reg.IsExternal("find_user"))
+
+	cfg := core.DefaultConfig()
+	cfg.Name = "directory"
+	ag, err := reg.Agent(cfg)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	model, _ := script.Parse(strings.NewReader(`{"tool_calls":[{"id":"c1","name":"find_user","arguments":{"name":"Sarah","zip":"10001"}}]}
+{"text":"Sarah lives at 12 Elm St."}`), "directory.jsonl")
+	ag.Models[core.Primary] = model
+
+	dir, _ := os.MkdirTemp("", "stepwise-example-")
+	defer os.RemoveAll(dir)
+	db, err := sqlite.Open(filepath.Join(dir, "runs.db"), nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer db.Close()
+	out, err := shell.NewRunner(db, nil).Start(context.Background(), ag, "Where does Sarah live?")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(out.Status, out.ToolsUsed, out.Answer)
+	// Output:
+	// {"type":"object","properties":{"name":{"type":"string","description":"the user's name"},"zip":{"type":"string","description":"a US zip code, to tell namesakes apart"}},"required":["name"],"additionalProperties":false}
+	// send_letter is external: true - find_user is external: false
+	// completed [find_user] Sarah lives at 12 Elm St.
+}

@@ -1,0 +1,32 @@
+package sqlite
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stepwise-agent/stepwise/store"
+)
+
+// TestToolCacheCorruptAndArgsNotStored: a tool cache entry whose bytes
+// changed is reported corrupt, never used; the arguments it was keyed by
+// are stored nowhere (only their digest is).
+func TestToolCacheCorruptAndArgsNotStored(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	key := store.ToolCacheKey("agent", "lookup", []byte(`{"q":"argument-text-7731"}`))
+	if err := s.CacheResult(ctx, store.CachedResult{Key: key, Tool: "lookup", Output: "a desk lamp"}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := s.w.QueryRow(`SELECT count(*) FROM tool_cache WHERE instr(key || tool || CAST(result AS TEXT), 'argument-text-7731') > 0`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("the arguments are in the tool cache (%d rows, %v)", n, err)
+	}
+	flip(t, s, "tool_cache", "result", "key = '"+key+"'", 5)
+	_, err := s.CachedResult(ctx, key)
+	wantCorrupt(t, err, key)
+	if strings.Contains(err.Error(), "desk") {
+		t.Fatalf("the corrupt entry's content is in the error: %v", err)
+	}
+}
