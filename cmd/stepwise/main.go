@@ -45,6 +45,9 @@ type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
+	// atExit runs when the command ends, last registered first (the
+	// tracer's flush).
+	atExit []func()
 }
 
 func main() {
@@ -62,6 +65,7 @@ func main() {
 
 func (e *env) main(args []string) (code int) {
 	defer e.flushAll()
+	defer e.exit()
 	defer func() {
 		if p := recover(); p != nil {
 			fmt.Fprintf(e.stderr, "stepwise: internal error: %v\n", p)
