@@ -19,7 +19,7 @@ the GenAI semantic conventions: an invoke_agent span for the run, a chat span pe
 model call (tokens in gen_ai.usage.*), an execute_tool span per tool call (with
 gen_ai.tool.call.id), a retrieval span per memory recall. Times come from the stored
 steps; ids are derived from the run id and the step, so a run always gives the same
-trace, and the same ids as the spans run, resume and serve emit live when
+trace, and the same ids as the spans run, resume, fork and serve emit live when
 OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set. A run not
 ended yet gives what it has done so far.
 

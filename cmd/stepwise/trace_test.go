@@ -248,3 +248,46 @@ func TestAnUnsupportedExporterIsAUsageError(t *testing.T) {
 	r = inproc(t, map[string]string{"STEPWISE_DB": db, telemetry.EnvSDKDisabled: "true", telemetry.EnvTracesProtocol: "http/json"}, "", "run", "../../testdata/agents/analyst.toml", "cost?", "--quiet")
 	want(t, r, 0)
 }
+
+// TestTraceFollowsAChangedAgent: a run that stalled on a dead endpoint and
+// was resumed with a fixed agent file traces its model call against the
+// endpoint that answered it, live and from the store alike.
+func TestTraceFollowsAChangedAgent(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("TRUTH_KEY", "sk-truth-0123456789")
+	srv, _ := openAIServer(t, 0, 200, "", "fixed")
+	dead := openAIAgent(t, dir, "dead.toml", "http://127.0.0.1:1/v1")
+	fixed := openAIAgent(t, dir, "fixed.toml", srv.URL+"/v1")
+	vars := map[string]string{"STEPWISE_DB": filepath.Join(dir, "t.db")}
+	rcv := otlptest.Start(t)
+	t.Setenv(telemetry.EnvEndpoint, rcv.URL)
+	r := inproc(t, vars, "", "run", dead, "hello", "--json")
+	want(t, r, exitStalled)
+	o := decodeOutcome(t, r)
+	want(t, inproc(t, vars, "", "resume", o.RunID, "--agent", fixed, "--json"), 0)
+	port := srv.URL[strings.LastIndex(srv.URL, ":")+1:]
+
+	tr := inproc(t, vars, "", "trace", o.RunID)
+	want(t, tr, 0)
+	var doc otlpJSON
+	if err := json.Unmarshal([]byte(tr.stdout), &doc); err != nil {
+		t.Fatal(err)
+	}
+	spans := doc.ResourceSpans[0].ScopeSpans[0].Spans
+	if len(spans) != 2 || spans[1].Name != "chat m" {
+		t.Fatalf("spans: %+v", spans)
+	}
+	var stored any
+	for _, a := range spans[1].Attributes {
+		if a.Key == "server.port" {
+			stored = a.Value["intValue"]
+		}
+	}
+	if stored != port {
+		t.Errorf("the stored trace's model call went to port %v, want %s", stored, port)
+	}
+	live := rcv.Spans()
+	if len(live) != 2 || live[0].Attributes["server.port"] != port || live[0].Attributes["server.address"] != "127.0.0.1" {
+		t.Errorf("the live model call: %+v", live)
+	}
+}
