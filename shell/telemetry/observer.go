@@ -81,6 +81,12 @@ func (o *Observer) event(ctx context.Context, e shell.Event) error {
 		return err
 	}
 	end := e.Start.Add(e.Duration)
+	if e.Seq == 0 && e.Kind != "complete" && e.Kind != "fail" {
+		// A fork performing again the request it was forked at (its step
+		// 0): the stored run cannot tell that from a result given to the
+		// fork, so neither trace has a span for it.
+		return nil
+	}
 	switch e.Kind {
 	case "model":
 		req, ok1 := e.Request.(core.RequestModelCall)

@@ -12,6 +12,7 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/stepwise-agent/stepwise/core"
 	"github.com/stepwise-agent/stepwise/internal/otlptest"
 	"github.com/stepwise-agent/stepwise/shell"
 	"github.com/stepwise-agent/stepwise/shell/agent"
@@ -318,5 +319,36 @@ func want(t *testing.T, s otlptest.Span, key, value string) {
 	t.Helper()
 	if got, ok := s.Attributes[key]; !ok || got != value {
 		t.Errorf("span %q: %s = %q (set: %v), want %q", s.Name, key, got, ok, value)
+	}
+}
+
+// TestAForkIsItsOwnTraceLinkedToItsParent: a fork's trace has its own
+// ids, a root linked to its parent run's root, and the same spans live
+// and stored, whether its first request was performed again or given.
+func TestAForkIsItsOwnTraceLinkedToItsParent(t *testing.T) {
+	st := openStore(t)
+	l := startLive(t)
+	ag := loadAgent(t, "../../testdata/agents/format-native.toml")
+	r := shell.NewRunner(st, &shell.Options{Observer: telemetry.NewObserver(l.tp, st, telemetry.Options{OnError: func(err error) { t.Error(err) }})})
+	ctx := context.Background()
+	parent, err := r.Start(ctx, ag, "add")
+	if err != nil {
+		t.Fatal(err)
+	}
+	parentSpans := l.spans(t)
+	for _, res := range []core.Result{nil, core.ToolResults{Results: []core.ToolResult{{CallID: "a1", Output: "41"}}}} {
+		before := len(l.spans(t))
+		fork, err := r.Fork(ctx, ag, parent.RunID, 2, res)
+		if err != nil || fork.Status != store.StatusCompleted {
+			t.Fatalf("fork: %+v %v", fork, err)
+		}
+		live := l.spans(t)[before:]
+		storedSpans := stored(t, st, fork.RunID, false)
+		sameTrace(t, live, storedSpans)
+		root := storedSpans[0]
+		if root.TraceID == parentSpans[0].TraceID || len(root.Links) != 1 || root.Links[0] != parentSpans[0].TraceID+"/"+telemetry.RunSpanID(parent.RunID).String() ||
+			root.Attributes["stepwise.run.parent_id"] != parent.RunID {
+			t.Errorf("the fork's root: %+v", root)
+		}
 	}
 }
