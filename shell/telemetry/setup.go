@@ -52,7 +52,9 @@ func ContentFromEnv(getenv func(string) string) bool {
 
 // ExporterFromEnv is the official OTLP/HTTP (protobuf) trace exporter,
 // configured by the OTEL_EXPORTER_OTLP_* variables. Another protocol or
-// exporter asked for is an error that names it.
+// exporter asked for is an error that names it. getenv is what is checked
+// here; the exporter reads the process's environment itself, so the two
+// must agree (os.Getenv, as the CLI passes).
 func ExporterFromEnv(ctx context.Context, getenv func(string) string) (sdktrace.SpanExporter, error) {
 	if getenv(EnvEndpoint) == "" && getenv(EnvTracesEndpoint) == "" {
 		return nil, ErrNoEndpoint
