@@ -228,7 +228,8 @@ func (r *Runner) callModel(ctx context.Context, ag *Agent, cur *cursor, a core.R
 	}
 	reply = x.Result(core.Sanitize(reply)).(core.ModelReply)
 	r.emit(func() Event {
-		return Event{RunID: cur.id, Seq: cur.seq, Kind: "model", Text: describeReply(a.Role, reply), Duration: time.Since(start), Usage: reply.Usage}
+		return Event{RunID: cur.id, Seq: cur.seq, Kind: "model", Text: describeReply(a.Role, reply), Duration: time.Since(start), Usage: reply.Usage,
+			Start: start, Request: a, Result: reply}
 	})
 	return reply, nil
 }
@@ -263,7 +264,8 @@ func (r *Runner) memory(ctx context.Context, cur *cursor, a core.Action) (core.R
 		res = tr
 	}
 	r.emit(func() Event {
-		return Event{RunID: cur.id, Seq: cur.seq, Kind: "memory", Text: core.DescribeAction(a) + " -> " + core.DescribeResult(res), Duration: time.Since(start)}
+		return Event{RunID: cur.id, Seq: cur.seq, Kind: "memory", Text: core.DescribeAction(a) + " -> " + core.DescribeResult(res), Duration: time.Since(start),
+			Start: start, Request: a, Result: res}
 	})
 	return res, nil
 }

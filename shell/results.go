@@ -127,6 +127,9 @@ func (r *Runner) answer(ctx context.Context, h *holding, ag *Agent, cur *cursor,
 			return fmt.Errorf("results for run %s: %w", cur.id, err)
 		}
 		cur.st, cur.result = next, res
+		r.emit(func() Event {
+			return Event{RunID: cur.id, Seq: cur.seq, Kind: "results", Text: strings.Join(p.CallIDs, ", "), Result: res}
+		})
 		return nil
 	}
 	doubt, err := r.inDoubt(ctx, ag, cur)

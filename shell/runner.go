@@ -80,13 +80,30 @@ type Observer interface {
 type Event struct {
 	RunID string
 	Seq   int
-	// Kind is "model", "tools", "tool", "external", "memory", "complete",
-	// "fail", "interrupted", "stalled", "retry", "in_doubt" or "cache" (the
-	// tool cache could not be read or written).
+	// Kind is "model", "tools", "tool", "external", "results", "memory",
+	// "complete", "fail", "interrupted", "stalled", "retry", "in_doubt" or
+	// "cache" (the tool cache could not be read or written).
 	Kind     string
 	Text     string
 	Duration time.Duration
 	Usage    core.Usage
+
+	// The fields below describe the call a "model", "tool", "memory" or
+	// "results" event reports, for tracing (see shell/telemetry). They are
+	// set only on those events, and hold redacted data, as stored.
+
+	// Start is when the call began ("model", "tool", "memory").
+	Start time.Time
+	// Request is the request performed: the core.RequestModelCall of a
+	// "model" event, the memory request of a "memory" event.
+	Request core.Action
+	// Call is the tool call of a "tool" event.
+	Call core.ToolCall
+	// Result is the outcome: the core.ModelReply of a "model" event, a
+	// core.ToolResults holding the one result of a "tool" event, the
+	// memory result of a "memory" event, and for a "results" event (a
+	// paused run answered) the core.ToolResults the caller gave.
+	Result core.Result
 }
 
 // Runner drives runs of agents and owns their goroutines, contexts and

@@ -117,7 +117,8 @@ func (r *Runner) runTools(ctx context.Context, ag *Agent, cur *cursor, a core.Re
 		r.toCache(ctx, ag, cur, c, res, x)
 		results[i], done[i] = res, true
 		r.emit(func() Event {
-			return Event{RunID: cur.id, Seq: cur.seq, Kind: "tool", Text: describeToolResult(c, res), Duration: time.Since(start)}
+			return Event{RunID: cur.id, Seq: cur.seq, Kind: "tool", Text: describeToolResult(c, res), Duration: time.Since(start),
+				Start: start, Call: c, Result: core.ToolResults{Results: []core.ToolResult{res}}}
 		})
 		return nil
 	}

@@ -131,6 +131,11 @@ func (e *env) runner(spec *agent.Spec, ag *shell.Agent, db store.Store, quiet bo
 	if !quiet {
 		opts.Observer = newProgress(e.stderr, e.getenv("NO_COLOR") == "")
 	}
+	tracer, code := e.tracer(db)
+	if code >= 0 {
+		return nil, code
+	}
+	opts.Observer = shell.Join(opts.Observer, tracer)
 	return shell.NewRunner(db, opts), -1
 }
 

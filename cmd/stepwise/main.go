@@ -45,6 +45,9 @@ type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
+	// atExit runs when the command ends, last registered first (the
+	// tracer's flush).
+	atExit []func()
 }
 
 func main() {
@@ -62,6 +65,7 @@ func main() {
 
 func (e *env) main(args []string) (code int) {
 	defer e.flushAll()
+	defer e.exit()
 	defer func() {
 		if p := recover(); p != nil {
 			fmt.Fprintf(e.stderr, "stepwise: internal error: %v\n", p)
@@ -115,7 +119,9 @@ func (e *env) usage(w io.Writer) {
 	fmt.Fprintf(w, "\nRun `stepwise help COMMAND` or `stepwise COMMAND --help` for details.\n\n%s", exitCodesHelp)
 	fmt.Fprintf(w, "\nStatuses: running, awaiting_tool_results, interrupted, stalled, completed, failed, cancelled.\n")
 	fmt.Fprintf(w, "\nEnvironment:\n  STEPWISE_DB         the database when --db is not given: a SQLite file or a\n                      postgres:// URL (default ./stepwise.db)\n"+
-		"  STEPWISE_LEASE_TTL  how long a run's lease lasts unless renewed (default 15s)\n  NO_COLOR            plain progress output\n")
+		"  STEPWISE_LEASE_TTL  how long a run's lease lasts unless renewed (default 15s)\n  NO_COLOR            plain progress output\n"+
+		"  OTEL_EXPORTER_OTLP_ENDPOINT  send runs' traces there as they happen (OTLP/HTTP; see stepwise help trace)\n"+
+		"  OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true  with message content\n")
 }
 
 // flags builds a command's flag set; parse accepts flags before, between and

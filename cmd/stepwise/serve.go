@@ -62,6 +62,9 @@ are taken, the steps in flight finish (up to --grace), the runs are handed back,
 			return code
 		}
 		defer st.Close()
+		if opts.Observer, code = e.tracer(st); code >= 0 {
+			return code
+		}
 		srv, err := server.New(server.Config{Store: st, AgentsDir: *agentsDir, Workers: *workers, Tokens: tokens,
 			CORSOrigins: splitList(*cors), Grace: *grace, MaxBody: *maxBody, Runner: opts, Log: e.stderr})
 		if err != nil {

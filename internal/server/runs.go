@@ -392,7 +392,7 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	opts := s.cfg.Runner
-	opts.Owner, opts.Observer = s.owner, s.hub
+	opts.Owner, opts.Observer = s.owner, shell.Join(s.hub, s.cfg.Runner.Observer)
 	if s.interruptLocal(id) {
 		opts.Wait = s.cfg.Grace // the drive here lets the run go at once
 	}

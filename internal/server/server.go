@@ -52,8 +52,9 @@ type Config struct {
 	// Poll is how often an event stream looks for steps another server
 	// wrote (DefaultPoll).
 	Poll time.Duration
-	// Runner tunes the runner the workers drive runs with (Owner,
-	// LeaseTTL, Observer are set by the server).
+	// Runner tunes the runner the workers drive runs with (Owner, LeaseTTL
+	// are set by the server); its Observer, when set, is told about every
+	// step along with the server's event streams (tracing).
 	Runner shell.Options
 	// Log receives one line per notable event (nil: discarded).
 	Log io.Writer
@@ -111,7 +112,7 @@ func New(cfg Config) (*Server, error) {
 		ro.Owner = shell.NewOwner()
 	}
 	s.owner = ro.Owner
-	ro.Observer = s.hub
+	ro.Observer = shell.Join(s.hub, cfg.Runner.Observer)
 	s.runner = shell.NewRunner(cfg.Store, &ro)
 	s.workCtx, s.workStop = context.WithCancelCause(context.Background())
 	s.mux = s.routes()

@@ -1,4 +1,4 @@
--- 0003: the results of tools an agent declares cacheable across runs
+-- 0004: the results of tools an agent declares cacheable across runs
 -- (store.ToolCache), by a digest of agent, tool and arguments (never the
 -- arguments), each until it expires. result is a core.ToolResult in CBOR
 -- (output and sources); sum is the row's checksum.
