@@ -112,7 +112,7 @@ func toolParams(t Tool) (props map[string]string, required map[string]bool, name
 	props, required = map[string]string{}, map[string]bool{}
 	schema := map[string]string{}
 	if json.Valid(t.Parameters) {
-		schema = schemaNode(docParams(t))
+		schema = schemaNode(docSchema(t))
 		for _, m := range jsonMembers(schema["properties"]) {
 			props[m.key] = m.raw
 		}

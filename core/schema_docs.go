@@ -6,19 +6,23 @@ import (
 )
 
 // docParams is a tool's parameter schema as the tool docs show it: compact
-// JSON, without the defaults the schema check dropped (so the model never
-// reads a default stepwise does not honour). A schema that dropped nothing
-// is shown exactly as renderArgsJSON shows it.
-func docParams(t Tool) string {
-	text := renderArgsJSON(string(t.Parameters))
+// JSON, without the defaults the schema check dropped (see docSchema).
+func docParams(t Tool) string { return renderArgsJSON(docSchema(t)) }
+
+// docSchema is a tool's parameter schema as the docs read it: as written,
+// or, when the schema check dropped defaults, compacted and without them,
+// so the model never reads a default stepwise does not honour.
+func docSchema(t Tool) string {
+	raw := string(t.Parameters)
 	s, err := cachedArgSchema(t.Parameters)
 	if err != nil || len(s.dropped) == 0 {
-		return text
+		return raw
 	}
+	text := compactJSONText(raw)
 	for _, path := range s.dropped {
 		text = withoutDefault(text, path)
 	}
-	return compactJSONText(text)
+	return text
 }
 
 // withoutDefault removes the "default" member of the object found at path
