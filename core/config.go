@@ -45,6 +45,9 @@ type Config struct {
 	Limits       Limits   `json:"limits"`
 	Policy       Policy   `json:"policy"`
 	StuckPhrases []string `json:"stuck_phrases,omitempty"`
+	// Summary shapes what the model reads of every tool's results (a tool's
+	// own Summary replaces it). Zero: results are only cut to their byte cap.
+	Summary Summary `json:"summary,omitzero"`
 }
 
 // Models names the model roles. Helper is optional; without it the agent
@@ -65,6 +68,9 @@ type Tool struct {
 	Idempotent bool `json:"idempotent,omitempty"`
 	// MaxResultBytes caps the output the model sees (0: Limits.ToolResultBytes).
 	MaxResultBytes int `json:"max_result_bytes,omitempty"`
+	// Summary, when set, replaces Config.Summary for this tool's results. It
+	// is not part of what a model call is sent, so actions do not encode it.
+	Summary *Summary `json:"summary,omitempty" cbor:"-"`
 }
 
 // Memory enables the memory built-ins.
@@ -145,7 +151,9 @@ func (c Config) validate() error {
 	switch c.format() {
 	case FormatNative, FormatXML, FormatJSON, FormatFenced, FormatStrict, FormatHelpers, FormatAuto:
 	default:
-		errs = append(errs, fmt.Sprintf("format %q is not one of native, xml, json, fenced, strict, helpers, auto", c.Format))
+		if !knownFormat(c.Format) { // a format registered with RegisterFormat
+			errs = append(errs, unknownFormatText(c.Format))
+		}
 	}
 	for _, l := range []struct {
 		name string
@@ -160,6 +168,7 @@ func (c Config) validate() error {
 			errs = append(errs, fmt.Sprintf("limits.%s is negative", l.name))
 		}
 	}
+	errs = append(errs, c.Summary.problems("summary")...)
 	seen := map[string]bool{}
 	for i, t := range c.tools() {
 		where := fmt.Sprintf("tools[%d] %q", i, t.Name)
@@ -177,6 +186,9 @@ func (c Config) validate() error {
 		}
 		if t.MaxResultBytes < 0 {
 			errs = append(errs, where+": max_result_bytes is negative")
+		}
+		if t.Summary != nil {
+			errs = append(errs, t.Summary.problems(where+": summary")...)
 		}
 		if err := checkSchema(t.Parameters); err != nil {
 			errs = append(errs, fmt.Sprintf("%s: parameters: %v", where, err))

@@ -351,6 +351,7 @@ var fastFields = map[reflect.Type][]string{
 		"Name string `name`", "Description string `description,omitempty`",
 		"Parameters json.RawMessage `parameters,omitempty`", "Mode core.ToolMode `mode,omitempty`",
 		"Idempotent bool `idempotent,omitempty`", "MaxResultBytes int `max_result_bytes,omitempty`",
+		"Summary *core.Summary `-`", // not part of what a model call is sent
 	},
 	reflect.TypeFor[RequestToolCalls](): {
 		"Calls []core.ToolCall `1,keyasint`", "Parallel bool `2,keyasint,omitempty`",

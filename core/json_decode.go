@@ -2,6 +2,7 @@ package core
 
 import (
 	"encoding/json"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -9,9 +10,10 @@ import (
 // with UseNumber gives (map[string]any, []any, string, json.Number, bool,
 // nil), without reflection. It takes only the common case: one object,
 // nothing but whitespace after it, strings of valid UTF-8 whose escapes are
-// not \u surrogates. For anything else it reports false and the caller uses
-// encoding/json, which decodes it the same way or says what is wrong with
-// it (TestDecodeObjectFastMatchesLibrary holds the two together).
+// not \u surrogates, no key given twice in one object. For anything else it
+// reports false and the caller uses encoding/json, which decodes it the same
+// way or says what is wrong with it (TestDecodeObjectFastMatchesLibrary
+// holds the two together), and repeatedKey, which names a repeated key.
 func decodeObjectFast(text string) (map[string]any, bool) {
 	p := jsonParser{s: text}
 	p.space()
@@ -111,7 +113,10 @@ func (p *jsonParser) object(depth int) (any, bool) {
 		if !ok {
 			return nil, false
 		}
-		obj[k.(string)] = v // a repeated key: the last one wins, as in encoding/json
+		if _, dup := obj[k.(string)]; dup {
+			return nil, false // a repeated key: decodeArgs refuses it by name
+		}
+		obj[k.(string)] = v
 		if more, ok := p.next('}'); !ok || !more {
 			return obj, ok
 		}
@@ -246,4 +251,68 @@ func hex4(s string) (rune, bool) {
 		r = r<<4 | rune(c)
 	}
 	return r, true
+}
+
+// repeatedKey finds the first key that an object in the JSON text has
+// twice, in document order, and returns its path (filters.tags for the
+// second "tags" in the object at "filters"). It reports false for text
+// without one, and for text that is not valid JSON.
+func repeatedKey(text string) (argPath, bool) {
+	type frame struct {
+		obj     bool
+		path    argPath
+		keys    map[string]bool
+		key     string // the key whose value comes next (objects)
+		wantKey bool
+		index   int // the index of the next item (arrays)
+	}
+	// child is the path of the next value in f, and moves f past it.
+	child := func(f *frame) argPath {
+		if f.obj {
+			f.wantKey = true
+			return f.path.key(f.key)
+		}
+		f.index++
+		return f.path.index(f.index - 1)
+	}
+	dec := json.NewDecoder(strings.NewReader(text))
+	var stack []*frame
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, false
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if d, ok := tok.(json.Delim); ok {
+			switch d {
+			case '{', '[':
+				var p argPath
+				if top != nil {
+					p = child(top)
+				}
+				stack = append(stack, &frame{obj: d == '{', path: p, keys: map[string]bool{}, wantKey: d == '{'})
+			default:
+				stack = stack[:len(stack)-1]
+				if len(stack) == 0 {
+					return nil, false
+				}
+			}
+			continue
+		}
+		switch {
+		case top == nil:
+			return nil, false
+		case top.obj && top.wantKey:
+			k, _ := tok.(string)
+			if top.keys[k] {
+				return top.path.key(k), true
+			}
+			top.keys[k], top.key, top.wantKey = true, k, false
+		default:
+			child(top)
+		}
+	}
 }

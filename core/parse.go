@@ -35,9 +35,11 @@ func (e *ParseError) Error() string {
 // Unwrap makes every ParseError match ErrParse.
 func (e *ParseError) Unwrap() error { return ErrParse }
 
-// Parse reads the tool calls out of a reply in format f. tools is the agent's
-// tool list; the helpers format needs it to map positional arguments. A reply
-// with no call parses to its text alone: a final answer.
+// Parse reads the tool calls out of a reply in format f, a built-in format
+// or one registered with RegisterFormat (which reads the reply's text only).
+// tools is the agent's tool list; the helpers format needs it to map
+// positional arguments. A reply with no call parses to its text alone: a
+// final answer.
 func Parse(f Format, r ModelReply, tools []Tool) (Parsed, error) {
 	switch f {
 	case FormatNative, "":
@@ -54,6 +56,9 @@ func Parse(f Format, r ModelReply, tools []Tool) (Parsed, error) {
 		return parseHelpers(r.Text, tools)
 	case FormatAuto:
 		return parseAuto(r, tools)
+	}
+	if cf, ok := customFormat(f); ok {
+		return parseCustom(f, cf, r.Text, tools)
 	}
 	return Parsed{}, &ParseError{Format: f, Msg: "unknown format"}
 }

@@ -9,23 +9,36 @@ import (
 
 // ToolDocs is the tool documentation for the system prompt, in the syntax of
 // the agent's format: Python signatures and a <helpers> example for helpers,
-// the tool's JSON Schema and an example block or object for the JSON-based
-// formats, and a short list of the accepted forms for auto. It is empty for
-// the native format, whose tools travel in the API request instead, and for
-// an agent without tools.
+// a parameter list per tool and a ```tool example for fenced (the shape of
+// the seed's tool registry: "name (type, required, default: X):
+// description"), the tool's JSON Schema and an example block or object for
+// xml, json and strict, a short list of the accepted forms for auto, and a
+// registered format's Docs. It is empty for the native format, whose tools
+// travel in the API request instead, and for an agent without tools.
 //
 // The output is deterministic: tools in the agent's order, parameters in the
 // order their schema's "properties" are written (not sorted: that is also the
-// order positional helpers arguments take), schemas as written, compacted.
+// order positional helpers arguments take), schemas as written, compacted,
+// less any default the schema check dropped (see Config.Warnings).
 func ToolDocs(cfg Config) string {
 	tools := cfg.tools()
 	f := cfg.format()
 	if len(tools) == 0 || f == FormatNative {
 		return ""
 	}
+	if cf, ok := customFormat(f); ok {
+		if cf.Docs != nil {
+			return cf.Docs(tools)
+		}
+		return customDocs(cf, tools)
+	}
 	var b strings.Builder
-	if f == FormatHelpers {
+	switch f {
+	case FormatHelpers:
 		writeHelpersDocs(&b, tools)
+		return b.String()
+	case FormatFenced:
+		writeFencedDocs(&b, tools)
 		return b.String()
 	}
 	ex := exampleCall(tools[0])
@@ -42,11 +55,6 @@ func ToolDocs(cfg Config) string {
 			"- \"message\" and \"tools\" are the only keys; a call has only \"tool\", \"args\" and \"tag\".\n" +
 			"- The results come back as a JSON object {\"results\": [...]}.\n" +
 			"- To give your final answer, put it in \"message\" with \"tools\": [].\n")
-	case FormatFenced:
-		fmt.Fprintf(&b, "You can call tools by writing fenced blocks like this:\n\n%s\n\n", RenderCall(FormatFenced, ex))
-		b.WriteString("- One call per block: a JSON object with \"tool\" and \"parameters\" (and optionally \"tag\", naming the call). Several blocks run in the order written.\n" +
-			"- Text outside the blocks is your message. Each result comes back in a ```tool_result block.\n" +
-			"- To give your final answer, reply without a ```tool block.\n")
 	case FormatStrict:
 		ex.ID = ""
 		fmt.Fprintf(&b, "To call a tool, reply with exactly one JSON object and nothing else:\n\n%s\n\n", RenderCall(FormatStrict, ex))
@@ -69,7 +77,7 @@ func ToolDocs(cfg Config) string {
 		if d := strings.TrimSpace(t.Description); d != "" {
 			fmt.Fprintf(&b, ": %s", d)
 		}
-		fmt.Fprintf(&b, "\n  parameters (JSON Schema): %s\n", renderArgsJSON(string(t.Parameters)))
+		fmt.Fprintf(&b, "\n  parameters (JSON Schema): %s\n", docParams(t))
 	}
 	return b.String()
 }
@@ -104,7 +112,7 @@ func toolParams(t Tool) (props map[string]string, required map[string]bool, name
 	props, required = map[string]string{}, map[string]bool{}
 	schema := map[string]string{}
 	if json.Valid(t.Parameters) {
-		schema = schemaNode(string(t.Parameters))
+		schema = schemaNode(docSchema(t))
 		for _, m := range jsonMembers(schema["properties"]) {
 			props[m.key] = m.raw
 		}

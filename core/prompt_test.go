@@ -69,8 +69,16 @@ func TestPromptToolDocsExamplesParse(t *testing.T) {
 		if err != nil || len(got.Calls) != 1 || got.Calls[0].Name != "find_user" || got.Calls[0].Arguments != `{"name":"..."}` {
 			t.Errorf("%s: example parses to %+v, %v", f, got, err)
 		}
-		if f != FormatHelpers && !strings.Contains(docs, `"required":["name"]`) {
-			t.Errorf("%s: docs lack the schema:\n%s", f, docs)
+		switch f {
+		case FormatHelpers:
+		case FormatFenced:
+			if !strings.Contains(docs, "  - name (string, required): the user's full name\n") {
+				t.Errorf("%s: docs lack the parameter list:\n%s", f, docs)
+			}
+		default:
+			if !strings.Contains(docs, `"required":["name"]`) {
+				t.Errorf("%s: docs lack the schema:\n%s", f, docs)
+			}
 		}
 	}
 }
@@ -127,9 +135,9 @@ func TestRenderResults(t *testing.T) {
 	}{
 		{FormatXML, "<tool_result name=\"search\" tag=\"a1\">\nfound ```x``` \"3\"\n</tool_result>\n<tool_result name=\"fetch\" tag=\"a2\">\ntimeout\n</tool_result>\n<tool_result name=\"now\" tag=\"a3\">\n(no output)\n</tool_result>"},
 		{FormatHelpers, "<helpers_result name=\"search\" tag=\"a1\">\nfound ```x``` \"3\"\n</helpers_result>\n<helpers_result name=\"fetch\" tag=\"a2\">\ntimeout\n</helpers_result>\n<helpers_result name=\"now\" tag=\"a3\">\n(no output)\n</helpers_result>"},
-		{FormatJSON, "{\"results\": [\n  {\"tool\": \"search\", \"tag\": \"a1\", \"result\": \"found ```x``` \\\"3\\\"\"},\n  {\"tool\": \"fetch\", \"tag\": \"a2\", \"error\": \"timeout\"},\n  {\"tool\": \"now\", \"tag\": \"a3\", \"result\": \"\"}\n]}"},
+		{FormatJSON, "{\"results\": [\n  {\"tool\": \"search\", \"tag\": \"a1\", \"result\": \"found ```x``` \\\"3\\\"\"},\n  {\"tool\": \"fetch\", \"tag\": \"a2\", \"ok\": false, \"error\": \"timeout\"},\n  {\"tool\": \"now\", \"tag\": \"a3\", \"result\": \"\"}\n]}"},
 		{FormatFenced, "````tool_result search a1\nfound ```x``` \"3\"\n````\n```tool_result fetch a2\ntimeout\n```\n```tool_result now a3\n(no output)\n```"},
-		{FormatStrict, "{\"tool\": \"search\", \"result\": \"found ```x``` \\\"3\\\"\"}\n{\"tool\": \"fetch\", \"error\": \"timeout\"}\n{\"tool\": \"now\", \"result\": \"\"}"},
+		{FormatStrict, "{\"tool\": \"search\", \"result\": \"found ```x``` \\\"3\\\"\"}\n{\"tool\": \"fetch\", \"ok\": false, \"error\": \"timeout\"}\n{\"tool\": \"now\", \"result\": \"\"}"},
 		{FormatAuto, "Result of search (call a1):\nfound ```x``` \"3\"\n\nResult of fetch (call a2):\ntimeout\n\nResult of now (call a3):\n(no output)\n"},
 	} {
 		if got := RenderResults(tc.f, calls, results); got != tc.want {

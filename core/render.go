@@ -10,9 +10,17 @@ import (
 // writes calls as text, in the order the calls were made, in the style of
 // format f: <tool_result> blocks for xml, <helpers_result> blocks for
 // helpers, ```tool_result blocks for fenced, a {"results": [...]} object for
-// json, one {"tool": ..., "result": ...} object per call for strict, and
-// labeled paragraphs otherwise. results are aligned with calls.
+// json, one {"tool": ..., "result": ...} object per call for strict, a
+// registered format's own rendering, and labeled paragraphs otherwise.
+// results are aligned with calls.
+//
+// In the two JSON formats a failed call reads {"tool": ..., "ok": false,
+// "error": ...} (json adds its "tag"), so the model finds the failure under
+// a key of its own; a success keeps its plain "result" (docs/adr/0021).
 func RenderResults(f Format, calls []ToolCall, results []ToolResult) string {
+	if cf, ok := customFormat(f); ok && cf.RenderResults != nil {
+		return cf.RenderResults(calls, alignedResults(calls, results))
+	}
 	var b strings.Builder
 	if f == FormatJSON {
 		b.WriteString(`{"results": [`)
@@ -53,7 +61,7 @@ func RenderResults(f Format, calls []ToolCall, results []ToolResult) string {
 				appendJSONString(&b, c.ID)
 			}
 			if r.Failed() {
-				b.WriteString(`, "error": `)
+				b.WriteString(`, "ok": false, "error": `)
 				appendJSONString(&b, r.Error)
 			} else {
 				b.WriteString(`, "result": `)
@@ -66,6 +74,47 @@ func RenderResults(f Format, calls []ToolCall, results []ToolResult) string {
 	}
 	if f == FormatJSON {
 		b.WriteString("\n]}")
+	}
+	return b.String()
+}
+
+// renderTurnResults is the message that hands a finished turn's results to
+// a model that writes calls as text: RenderResults, except in the strict
+// format for a call whose tool has a Summary, which reads as a line of the
+// seed's loop history,
+//
+//	Tool 3 [web_search]: 12 items, the first 3: ...
+//	Tool 4 [fetch]: {"ok": false, "error": "timeout"}
+//
+// where N is the number of the model call that asked for it
+// (Counters.ModelCalls: the strict format makes one call per reply).
+func renderTurnResults(cfg Config, st State, calls []ToolCall, results []ToolResult) string {
+	f := cfg.format()
+	if f != FormatStrict {
+		return RenderResults(f, calls, results)
+	}
+	results = alignedResults(calls, results)
+	var b strings.Builder
+	for i, c := range calls {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		t, _ := cfg.tool(c.Name)
+		if !cfg.summary(t).on() {
+			b.WriteString(RenderResults(f, calls[i:i+1], results[i:i+1]))
+			continue
+		}
+		fmt.Fprintf(&b, "Tool %d [%s]: ", st.Counters.ModelCalls, c.Name)
+		switch r := results[i]; {
+		case r.Failed():
+			b.WriteString(`{"ok": false, "error": `)
+			appendJSONString(&b, r.Error)
+			b.WriteString("}")
+		case r.Output == "":
+			b.WriteString("(no output)")
+		default:
+			b.WriteString(r.Output)
+		}
 	}
 	return b.String()
 }
@@ -86,9 +135,10 @@ func longestBacktickRun(s string) int {
 // RenderCall writes one call in the syntax of format f, as a whole reply
 // that Parse(f, ...) reads back as that call: a <tool> block for xml (and
 // auto), an envelope for json, a ```tool block for fenced, the call object
-// for strict (which has no id), and a <helpers> block for helpers (no id;
-// argument names that are not Python identifiers go in a **{...} dict).
-// Native gives the OpenAI-style {"id", "name", "arguments"} object.
+// for strict (which has no id), a <helpers> block for helpers (no id;
+// argument names that are not Python identifiers go in a **{...} dict), and
+// what a registered format's RenderCall writes. Native gives the
+// OpenAI-style {"id", "name", "arguments"} object.
 func RenderCall(f Format, c NativeCall) string {
 	switch f {
 	case FormatXML, FormatAuto:
@@ -101,6 +151,9 @@ func RenderCall(f Format, c NativeCall) string {
 		return renderStrictCall(c)
 	case FormatHelpers:
 		return helpersOpen + "\n" + renderHelpersCall(c) + "\n" + helpersClose
+	}
+	if cf, ok := customFormat(f); ok {
+		return cf.RenderCall(c)
 	}
 	var b strings.Builder
 	b.WriteString(`{"id": `)

@@ -116,7 +116,7 @@ func answerCalls(cfg Config, st State, results []ToolResult) (State, error) {
 	for _, r := range results {
 		i := turn.index(r.CallID)
 		t, _ := cfg.tool(turn.Calls[i].Name)
-		r.Output = truncate(r.Output, cfg.resultCap(t))
+		r.Output = cfg.modelOutput(t, r.Output) // summary.go: summarized or cut
 		r.Error = truncate(r.Error, cfg.resultCap(t))
 		turn.Results[i] = r
 		st.Sources = addOnce(st.Sources, r.Sources...)
@@ -163,7 +163,7 @@ func finishTurn(cfg Config, st State) State {
 		}
 		return appendMessages(st, msgs...)
 	}
-	return appendMessages(st, Message{Role: RoleUser, Content: RenderResults(cfg.format(), turn.Calls, results)})
+	return appendMessages(st, Message{Role: RoleUser, Content: renderTurnResults(cfg, st, turn.Calls, results)})
 }
 
 // resultText is what the model reads for a call: its output, or its error

@@ -194,17 +194,13 @@ func (v *argChecker) checkArray(s *argSchema, x []any, p argPath, rewrite bool) 
 }
 
 func (v *argChecker) checkObject(s *argSchema, x map[string]any, p argPath, rewrite bool) any {
-	for _, r := range s.required {
-		if _, ok := x[r]; !ok {
-			v.add(argError{path: p.key(r), text: fmt.Sprintf("missing required argument %q", p.key(r).String())})
-		}
-	}
 	out := make(map[string]any, len(x))
 	keys := make([]string, 0, len(x))
 	for k := range x {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	var ignored []string // unknown keys the policy drops (or, in a branch, passes over)
 	for _, k := range keys {
 		ps, known := s.props[k]
 		switch {
@@ -215,9 +211,17 @@ func (v *argChecker) checkObject(s *argSchema, x map[string]any, p argPath, rewr
 		case s.closed || (s.declared && v.rejectUnknown):
 			v.add(argError{path: p.key(k), text: unknownText(s, p, k)})
 		case s.declared && rewrite:
-			// unknown and the policy drops it
+			ignored = append(ignored, k) // unknown and the policy drops it
 		default:
+			if s.declared {
+				ignored = append(ignored, k)
+			}
 			out[k] = x[k] // a free-form object (no "properties") keeps its contents
+		}
+	}
+	for _, r := range s.required {
+		if _, ok := x[r]; !ok {
+			v.add(argError{path: p.key(r), text: missingText(p, r, ignored)})
 		}
 	}
 	if !rewrite {

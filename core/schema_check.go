@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -42,6 +43,11 @@ type argSchema struct {
 	closed    bool       // additionalProperties: false
 
 	anyOf, oneOf []*argSchema
+
+	// At the root only: what compiling found but did not refuse, and the
+	// JSON paths of the defaults it dropped (see checkDefaults).
+	warnings []string
+	dropped  [][]string
 }
 
 // numBound is a numeric keyword: its exact value and its text for messages.
@@ -83,7 +89,7 @@ func compileArgSchema(raw json.RawMessage) (*argSchema, error) {
 		return nil, errors.New("must be a JSON object (an object schema)")
 	}
 	c := &schemaCompiler{}
-	s := c.node(raw, "")
+	s := c.node(raw, "", nil)
 	if s.types != nil && !slices.Equal(s.types, []string{"object"}) {
 		c.fail("", `type must be "object": the arguments are always an object`)
 	}
@@ -93,17 +99,21 @@ func compileArgSchema(raw json.RawMessage) (*argSchema, error) {
 	if len(c.errs) > 0 {
 		return nil, errors.New(strings.Join(c.errs, "; "))
 	}
+	s.warnings, s.dropped = c.warnings, c.dropped
 	return s, nil
 }
 
 type schemaCompiler struct {
-	errs  []string
-	nodes []compiled // every node compiled, for the checks that need the whole tree
+	errs     []string
+	warnings []string   // problems that do not stop the schema (see checkDefaults)
+	dropped  [][]string // the paths of the defaults checkDefaults dropped
+	nodes    []compiled // every node compiled, for the checks that need the whole tree
 }
 
 type compiled struct {
-	s  *argSchema
-	at string
+	s    *argSchema
+	at   string
+	path []string
 }
 
 func (c *schemaCompiler) fail(at, format string, args ...any) {
@@ -114,8 +124,10 @@ func (c *schemaCompiler) fail(at, format string, args ...any) {
 	c.errs = append(c.errs, msg)
 }
 
-// node compiles one schema; at locates it for messages (e.g. "properties.tags.items").
-func (c *schemaCompiler) node(raw json.RawMessage, at string) *argSchema {
+// node compiles one schema; at locates it for messages (e.g.
+// "properties.tags.items") and path in the schema's JSON (its keys and
+// array indexes: ["properties", "tags", "items"]).
+func (c *schemaCompiler) node(raw json.RawMessage, at string, path []string) *argSchema {
 	s := &argSchema{minLength: -1, maxLength: -1, minItems: -1, maxItems: -1}
 	switch string(bytes.TrimSpace(raw)) {
 	case "true":
@@ -186,15 +198,15 @@ func (c *schemaCompiler) node(raw json.RawMessage, at string) *argSchema {
 				c.fail(at, "items must be one schema; use prefixItems for a tuple")
 				continue
 			}
-			s.items = c.node(v, join(at, "items"))
+			s.items = c.node(v, join(at, "items"), withKey(path, k))
 		case "prefixItems":
-			s.prefixItems = c.list(v, at, k, true)
+			s.prefixItems = c.list(v, at, path, k, true)
 		case "anyOf":
-			s.anyOf = c.list(v, at, k, false)
+			s.anyOf = c.list(v, at, path, k, false)
 		case "oneOf":
-			s.oneOf = c.list(v, at, k, false)
+			s.oneOf = c.list(v, at, path, k, false)
 		case "properties":
-			c.properties(s, v, at)
+			c.properties(s, v, at, path)
 		case "required":
 			if err := json.Unmarshal(v, &s.required); err != nil {
 				c.fail(at, "required must be an array of strings")
@@ -206,7 +218,7 @@ func (c *schemaCompiler) node(raw json.RawMessage, at string) *argSchema {
 			case "false":
 				s.closed = true
 			default:
-				s.extra = c.node(v, join(at, k))
+				s.extra = c.node(v, join(at, k), withKey(path, k))
 			}
 		default:
 			if unsupportedKeywords[k] {
@@ -218,7 +230,7 @@ func (c *schemaCompiler) node(raw json.RawMessage, at string) *argSchema {
 		s.types = append(s.types, "null")
 	}
 	c.checkBounds(s, at)
-	c.nodes = append(c.nodes, compiled{s, at})
+	c.nodes = append(c.nodes, compiled{s, at, path})
 	return s
 }
 
@@ -287,7 +299,7 @@ func (c *schemaCompiler) pattern(v json.RawMessage, at string) *regexp.Regexp {
 	return re
 }
 
-func (c *schemaCompiler) list(v json.RawMessage, at, k string, mayBeEmpty bool) []*argSchema {
+func (c *schemaCompiler) list(v json.RawMessage, at string, path []string, k string, mayBeEmpty bool) []*argSchema {
 	var raws []json.RawMessage
 	if err := json.Unmarshal(v, &raws); err != nil || (len(raws) == 0 && !mayBeEmpty) {
 		c.fail(at, "%s must be a non-empty array of schemas", k)
@@ -295,12 +307,12 @@ func (c *schemaCompiler) list(v json.RawMessage, at, k string, mayBeEmpty bool) 
 	}
 	out := make([]*argSchema, len(raws))
 	for i, r := range raws {
-		out[i] = c.node(r, fmt.Sprintf("%s[%d]", join(at, k), i))
+		out[i] = c.node(r, fmt.Sprintf("%s[%d]", join(at, k), i), withKey(path, k, strconv.Itoa(i)))
 	}
 	return out
 }
 
-func (c *schemaCompiler) properties(s *argSchema, v json.RawMessage, at string) {
+func (c *schemaCompiler) properties(s *argSchema, v json.RawMessage, at string, path []string) {
 	order, err := objectKeys(v)
 	if err != nil {
 		c.fail(at, "properties must be an object of schemas")
@@ -315,7 +327,7 @@ func (c *schemaCompiler) properties(s *argSchema, v json.RawMessage, at string) 
 			continue
 		}
 		s.propOrder = append(s.propOrder, name)
-		s.props[name] = c.node(raws[name], join(at, "properties."+name))
+		s.props[name] = c.node(raws[name], join(at, "properties."+name), withKey(path, "properties", name))
 	}
 }
 
@@ -350,6 +362,11 @@ func (c *schemaCompiler) checkRequired() {
 
 // checkDefaults validates every default against its own schema, strictly
 // (unknown properties refused), so injecting one never makes a call invalid.
+// A default that does not fit (real-world schemas carry "false" for a
+// boolean, null for a string) is dropped with a warning rather than
+// refusing the tool: it is never injected, and the tool docs leave it out.
+// Nodes are checked children first, so a parent's default is checked
+// without its children's dropped ones.
 func (c *schemaCompiler) checkDefaults() {
 	for _, n := range c.nodes {
 		s, at := n.s, n.at
@@ -359,9 +376,20 @@ func (c *schemaCompiler) checkDefaults() {
 		v := &argChecker{rejectUnknown: true, isDefault: true}
 		v.value(s, s.def, nil, true)
 		if len(v.errs) > 0 {
-			c.fail(at, "default %s does not fit the schema: %v", shortJSON(s.def), v.result())
+			msg := fmt.Sprintf("default %s is ignored: it does not fit the schema (%v)", shortJSON(s.def), v.result())
+			if at != "" {
+				msg = at + ": " + msg
+			}
+			c.warnings = append(c.warnings, msg)
+			c.dropped = append(c.dropped, n.path)
+			s.def, s.hasDef = nil, false
 		}
 	}
+}
+
+// withKey is path with keys appended, never sharing path's backing array.
+func withKey(path []string, keys ...string) []string {
+	return append(slices.Clip(path), keys...)
 }
 
 // objectKeys returns the keys of a JSON object in document order.

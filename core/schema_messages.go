@@ -139,7 +139,32 @@ func unknownText(s *argSchema, p argPath, k string) string {
 		}
 		return fmt.Sprintf("unknown argument %q (%q takes no arguments)", p.key(k).String(), p.String())
 	}
+	if near := nearMatch(k, s.propOrder); near != "" {
+		return fmt.Sprintf("unknown argument %q (did you mean %q? %s: %s)", p.key(k).String(), p.key(near).String(), where, strings.Join(s.propOrder, ", "))
+	}
 	return fmt.Sprintf("unknown argument %q (%s: %s)", p.key(k).String(), where, strings.Join(s.propOrder, ", "))
+}
+
+// missingText reports a missing required argument r of the object at p.
+// When the call also gave unknown arguments there, which were dropped, it
+// names them too: the one that looks like r first ("BASE" for "base" is
+// the common slip), else all of them.
+func missingText(p argPath, r string, ignored []string) string {
+	text := fmt.Sprintf("missing required argument %q", p.key(r).String())
+	if near := nearMatch(r, ignored); near != "" {
+		return text + fmt.Sprintf(" (the unknown argument %q was ignored: did you mean %q?)", p.key(near).String(), p.key(r).String())
+	}
+	switch len(ignored) {
+	case 0:
+		return text
+	case 1:
+		return text + fmt.Sprintf(" (the unknown argument %q was ignored)", p.key(ignored[0]).String())
+	}
+	names := make([]string, len(ignored))
+	for i, k := range ignored {
+		names[i] = strconv.Quote(p.key(k).String())
+	}
+	return text + " (the unknown arguments " + joinWords(names, "and") + " were ignored)"
 }
 
 var typeNouns = map[string]string{

@@ -29,7 +29,7 @@ func CompileOutputSchema(raw json.RawMessage) (*OutputSchema, error) {
 		return nil, errors.New("the output schema is empty")
 	}
 	c := &schemaCompiler{}
-	s := c.node(raw, "")
+	s := c.node(raw, "", nil)
 	c.checkRequired()
 	c.checkDefaults()
 	if len(c.errs) > 0 {

@@ -40,8 +40,9 @@ func ValidateCall(cfg Config, c NativeCall) (ToolCall, error) {
 	return tc, nil
 }
 
-// decodeArgs reads call arguments: a JSON object (numbers kept exact). Empty
-// arguments mean no arguments.
+// decodeArgs reads call arguments: a JSON object (numbers kept exact), in
+// which no object, at any depth, has a key twice. Empty arguments mean no
+// arguments.
 func decodeArgs(text string) (map[string]any, error) {
 	if strings.TrimSpace(text) == "" {
 		return map[string]any{}, nil
@@ -67,6 +68,11 @@ func decodeArgsLibrary(text string) (map[string]any, error) {
 	obj, ok := v.(map[string]any)
 	if !ok {
 		return nil, fmt.Errorf("arguments must be a JSON object, found %s", jsonKind(v))
+	}
+	if p, dup := repeatedKey(text); dup {
+		// encoding/json would keep the last one silently; which one the
+		// model meant is not ours to guess.
+		return nil, fmt.Errorf("argument %q is given more than once; give each argument once", p.String())
 	}
 	return obj, nil
 }

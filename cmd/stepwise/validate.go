@@ -8,7 +8,9 @@ import (
 
 func init() {
 	v := &command{name: "validate", args: "AGENT.toml", summary: "check an agent file",
-		help: "Checks an agent file: TOML syntax, unknown keys, tool schemas, models and limits. Exit 0 when valid, 2 otherwise."}
+		help: "Checks an agent file: TOML syntax, unknown keys, tool schemas, models and limits. Exit 0 when valid, 2 otherwise.\n" +
+			"Warnings go to stderr and leave the exit code alone: a tool schema's default that does not fit its own\n" +
+			"schema (\"false\" for a boolean, null for a string) is ignored, never injected into a call."}
 	v.run = func(e *env, args []string) int {
 		fs := e.flags(v)
 		pos, code := e.parse(v, fs, args, 1, 1)
@@ -20,6 +22,7 @@ func init() {
 			return code
 		}
 		cfg := spec.Config
+		printWarnings(e, pos[0], cfg)
 		fmt.Fprintf(e.stdout, "%s: ok (agent %q, format %s, %d tools, primary model %s)\n", pos[0], cfg.Name, formatName(cfg.Format), len(cfg.ToolList()), cfg.Models.Primary)
 		return 0
 	}
@@ -51,6 +54,7 @@ func init() {
 			}
 			cfg.Tools = append(append([]core.Tool(nil), cfg.Tools...), mcpTools...)
 		}
+		printWarnings(e, pos[0], cfg)
 		for _, tool := range cfg.ToolList() {
 			mode := tool.Mode
 			if mode == "" {
@@ -77,4 +81,12 @@ func formatName(f core.Format) string {
 		return string(core.FormatNative)
 	}
 	return string(f)
+}
+
+// printWarnings writes what the agent's config accepts but its author should
+// fix (core.Config.Warnings) to stderr, one line each, led by the file.
+func printWarnings(e *env, file string, cfg core.Config) {
+	for _, w := range cfg.Warnings() {
+		fmt.Fprintf(e.stderr, "%s: warning: %s\n", file, w)
+	}
 }

@@ -73,7 +73,7 @@ func (s *Spec) specsFor(t ToolTable, params json.RawMessage, impls []shell.Tool)
 			}
 		}
 		return []core.Tool{{Name: t.Name, Description: t.Description, Parameters: params, Mode: core.ModeExternal,
-			Idempotent: t.Idempotent != nil && *t.Idempotent, MaxResultBytes: t.MaxResultBytes}}, nil
+			Idempotent: t.Idempotent != nil && *t.Idempotent, MaxResultBytes: t.MaxResultBytes, Summary: (*core.Summary)(t.Summary)}}, nil
 	}
 	out := make([]core.Tool, len(impls))
 	for i, impl := range impls {
@@ -86,6 +86,7 @@ func (s *Spec) specsFor(t ToolTable, params json.RawMessage, impls []shell.Tool)
 			spec.Description = t.Description
 		}
 		spec.MaxResultBytes = t.MaxResultBytes
+		spec.Summary = (*core.Summary)(t.Summary)
 		out[i] = spec
 	}
 	return out, nil

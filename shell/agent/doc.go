@@ -5,7 +5,8 @@
 //
 //	name = "coder"
 //	system_prompt = "You write and run small programs."
-//	format = "native"            # native | xml | json | fenced | strict | helpers | auto
+//	format = "native"            # native | xml | json | fenced | strict | helpers | auto,
+//	                             # or a format the program registered (core.RegisterFormat)
 //	tools_enabled = true         # false: no tool at all (see Switching tools off)
 //
 //	[models.primary]
@@ -30,6 +31,7 @@
 //	[policy]                     # parallel, stop_on_error, reject_unknown_args, error_prefix
 //	[memory]                     # tools, recall, recall_limit, namespace
 //	[run]                        # tool_timeout, run_timeout, max_tool_output, in_doubt
+//	[summary]                    # items, item_chars, max_bytes: see Result summaries
 //
 //	[[tools]]                    # a built-in tool, with its options
 //	builtin = "run_code"
@@ -52,6 +54,7 @@
 //	stdin = "{{text}}"
 //	idempotent = true
 //	retry = { attempts = 4, backoff = "200ms" }
+//	summary = { items = 3, item_chars = 200, max_bytes = 900 }   # see Result summaries
 //	parameters = '''{"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}'''
 //
 //	[[tools]]                    # a command tool that sees its run and answers JSON
@@ -189,6 +192,28 @@
 // other, marked cached (`stepwise show` tells), so a replay is exact. A
 // tool that is not idempotent cannot be cached, nor can an external one,
 // nor write_file (a cached call would not write; so not the files group).
+//
+// # Result summaries
+//
+// [summary] (every tool) and a tool table's summary key (that table's
+// tools; it replaces [summary] for them) shorten what the model reads of
+// a result that is list-like JSON (an array, or an object with an array
+// among its members): items is how many items it reads, from the first (0:
+// all), item_chars cuts each item to that many characters (0: not cut),
+// and max_bytes caps the whole text, hard (0: the tool's byte cap,
+// max_result_bytes or [limits] tool_result_bytes). A result that is not
+// list-like JSON is cut to max_bytes. With the strict format the model
+// reads each summarized result as "Tool N [name]: summary". Left out (or
+// all zero), results are only cut to their byte cap, as before. The run's
+// store keeps every full result; the model, and the run's state, hold the
+// summary (see core.Summary).
+//
+// # Schema defaults
+//
+// A default in a tool's schema that does not fit its own schema (a "false"
+// for a boolean, a null for a string) is ignored: it is never injected
+// into a call and the tool docs leave it out. `stepwise validate` prints a
+// warning naming it.
 //
 // # Error prefix
 //

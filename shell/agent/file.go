@@ -16,6 +16,16 @@ type File struct {
 	Run          Run              `toml:"run"`
 	Tools        []ToolTable      `toml:"tools"`
 	MCP          []MCPServer      `toml:"mcp"`
+	// Summary is the [summary] table: how the model reads list-like JSON
+	// results of every tool (a tool table's summary replaces it).
+	Summary Summary `toml:"summary"`
+}
+
+// Summary mirrors core.Summary: [summary], or a tool table's summary key.
+type Summary struct {
+	Items     int `toml:"items"`
+	ItemChars int `toml:"item_chars"`
+	MaxBytes  int `toml:"max_bytes"`
 }
 
 // Model configures one model role.
@@ -98,6 +108,7 @@ type ToolTable struct {
 	Idempotent     *bool    `toml:"idempotent"`
 	Timeout        string   `toml:"timeout"`
 	MaxResultBytes int      `toml:"max_result_bytes"`
+	Summary        *Summary `toml:"summary"`
 	Command        []string `toml:"command"`
 	Stdin          string   `toml:"stdin"`
 	Dir            string   `toml:"dir"`

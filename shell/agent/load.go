@@ -136,6 +136,7 @@ func (s *Spec) convert(name string, data []byte, checkFiles bool) error {
 		Tools:  nil,
 		Models: core.Models{},
 	}
+	cfg.Summary = core.Summary(f.Summary)
 	if strings.TrimSpace(f.Name) == "" {
 		return at("name", "name is empty")
 	}
