@@ -37,6 +37,9 @@ type RunContext struct {
 	RunID string
 	Step  int
 	Agent string
+	// Progress, when set, receives the call's progress reports (use
+	// Report). A tool may report from any goroutine until Run returns.
+	Progress func(ToolProgress)
 }
 
 // Tool is a tool the shell runs itself. Run never returns a Go error: a

@@ -209,7 +209,7 @@ func (r *Runner) callTool(ctx context.Context, ag *Agent, cur *cursor, c core.To
 			res = core.ToolResult{CallID: c.ID, Error: fmt.Sprintf("the tool crashed: %v", p)}
 		}
 	}()
-	res = t.Run(tctx, c, RunContext{RunID: cur.id, Step: cur.seq, Agent: ag.Config.Name})
+	res = t.Run(tctx, c, RunContext{RunID: cur.id, Step: cur.seq, Agent: ag.Config.Name, Progress: r.progressFor(ag, cur, c)})
 	res.CallID = c.ID
 	if tctx.Err() == context.DeadlineExceeded && ctx.Err() == nil && !res.Failed() {
 		res = core.ToolResult{CallID: c.ID, Error: fmt.Sprintf("timed out after %s", timeout)}
