@@ -103,7 +103,7 @@ func addFeatures(s *mcp.Server, o Options) *features {
 		})
 	s.AddTool(&mcp.Tool{Name: "roots", Description: "Returns the client's roots, one URI a line.", InputSchema: empty}, f.roots)
 	s.AddTool(&mcp.Tool{Name: "typed", Description: "Returns structured content under an output schema.",
-		InputSchema: json.RawMessage(`{"type": "object", "properties": {"mode": {"type": "string", "enum": ["ok", "wrong", "none"]}}}`),
+		InputSchema:  json.RawMessage(`{"type": "object", "properties": {"mode": {"type": "string", "enum": ["ok", "wrong", "none"]}}}`),
 		OutputSchema: json.RawMessage(TypedSchema)},
 		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			var in TypedIn
