@@ -58,7 +58,7 @@ func (m *Manager) Record() Record {
 	for _, s := range m.servers {
 		s.mu.Lock()
 		if s.dead != nil {
-			rec.Unavailable[s.cfg.Name] = s.dead.Error()
+			rec.Unavailable[s.cfg.Name] = s.deadWhy
 		}
 		s.mu.Unlock()
 	}
@@ -113,7 +113,7 @@ func (m *Manager) Bind(rec Record) ([]shell.Tool, error) {
 		s.mu.Lock()
 		s.listed = listed[s]
 		if why, ok := rec.Unavailable[s.cfg.Name]; ok {
-			s.dead = errors.New(why)
+			s.dead, s.deadWhy = errors.New(why), why
 		}
 		s.mu.Unlock()
 	}
@@ -163,17 +163,26 @@ func sameTools(a, b []*tool) bool {
 // giveUpLocked gives an optional server up for good after cause: its tools
 // are withdrawn (Version grows). It reports whether it did (a required
 // server is never given up: its failures stay the run's). s.mu is held.
-func (s *server) giveUpLocked(cause error) bool {
+func (s *server) giveUpLocked(why string, cause error) bool {
 	if !s.cfg.Optional {
 		return false
 	}
 	if s.dead == nil {
-		s.dead = cause
+		s.dead, s.deadWhy = cause, why
 		s.m.version.Add(1)
 		s.m.warn(fmt.Sprintf("mcp server %s is unavailable, its tools are withdrawn: %v", s.cfg.Name, cause))
 	}
 	return true
 }
+
+// Why an optional server was given up, as a run records it and the model
+// reads it: short, and free of what the server printed (which may hold
+// secrets; the warning has the details).
+const (
+	whyNoStart   = "it could not be started"
+	whyNoRestart = "it stopped and could not be started again"
+	whyNoRetries = "it stopped, with no restarts left"
+)
 
 // background runs f in a goroutine that Close waits for; after Close it
 // does nothing.

@@ -176,7 +176,7 @@ func (s *server) giveUp(cause error) bool {
 	if s.closed {
 		return false
 	}
-	return s.giveUpLocked(cause)
+	return s.giveUpLocked(whyNoStart, cause)
 }
 
 // offer turns a server's listing into the tools it offers, with a warning

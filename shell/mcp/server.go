@@ -47,8 +47,10 @@ type server struct {
 	// listed is the server's current tool list: nil until listed or
 	// bound, replaced when the server says it changed.
 	listed []*tool
-	// dead is why an optional server was given up (see giveUpLocked).
-	dead error
+	// dead is why an optional server was given up, and deadWhy the short
+	// reason recorded (see giveUpLocked).
+	dead    error
+	deadWhy string
 
 	// refreshing serializes refreshes of the tool list.
 	refreshing sync.Mutex
@@ -112,7 +114,11 @@ func (s *server) acquire(ctx context.Context) (*session, error) {
 			s.starts-- // the run was interrupted: not the server's failure
 		} else {
 			s.lastErr = err
-			if s.giveUpLocked(err) {
+			why := whyNoStart
+			if s.starts > 1 {
+				why = whyNoRestart
+			}
+			if s.giveUpLocked(why, err) {
 				return nil, &UnavailableError{Server: s.cfg.Name, Cause: err}
 			}
 		}
@@ -190,7 +196,7 @@ func (s *server) drop(x *session, cause error) string {
 		return "the servers are shutting down"
 	}
 	if s.starts > s.cfg.maxRestarts() {
-		if s.giveUpLocked(cause) {
+		if s.giveUpLocked(whyNoRetries, cause) {
 			return fmt.Sprintf("it is not restarted again (%d restarts allowed): the server is unavailable now and its tools are withdrawn", s.cfg.maxRestarts())
 		}
 		return fmt.Sprintf("it is not restarted again (%d restarts allowed)", s.cfg.maxRestarts())
@@ -208,7 +214,7 @@ func (s *server) clientOptions() *mcp.ClientOptions {
 	}
 	return &mcp.ClientOptions{
 		Capabilities: caps,
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { fmt.Println("LIST CHANGED")
 			s.m.background(s.refresh)
 		},
 		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
