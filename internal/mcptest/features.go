@@ -26,6 +26,9 @@ const TypedSchema = `{"type": "object", "properties": {"answer": {"type": "integ
 // ProgressIn is the input of progress.
 type ProgressIn struct {
 	Steps int `json:"steps" jsonschema:"how many progress notifications to send"`
+	// Hold makes the call wait, once it has sent its notifications, until
+	// proceed is called (or the call is cancelled).
+	Hold bool `json:"hold,omitempty" jsonschema:"wait for proceed before answering"`
 }
 
 // TypedIn is the input of typed.
@@ -54,11 +57,13 @@ type features struct {
 	wedge     chan struct{}
 	// release ends stuck's wait (never, unless Options.Release says so).
 	release <-chan struct{}
+	// proceed lets one held progress call answer.
+	proceed chan struct{}
 }
 
 // addFeatures adds the tools of this file to s.
 func addFeatures(s *mcp.Server, o Options) *features {
-	f := &features{wedge: make(chan struct{}), release: o.Release}
+	f := &features{wedge: make(chan struct{}), release: o.Release, proceed: make(chan struct{}, 64)}
 	s.AddReceivingMiddleware(f.wedged)
 
 	mcp.AddTool(s, &mcp.Tool{Name: "cancellations", Description: "Returns how many sleep calls the client cancelled."},
@@ -86,7 +91,19 @@ func addFeatures(s *mcp.Server, o Options) *features {
 					return nil, nil, err
 				}
 			}
+			if in.Hold {
+				select {
+				case <-f.proceed:
+				case <-ctx.Done():
+					return nil, nil, ctx.Err()
+				}
+			}
 			return text(fmt.Sprintf("sent %d progress notifications", in.Steps)), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "proceed", Description: "Lets a held progress call answer."},
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			f.proceed <- struct{}{}
+			return text("proceeding"), nil, nil
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "add_tool", Description: "Adds a tool NAME that echoes its text (the tool list changes)."},
 		func(_ context.Context, _ *mcp.CallToolRequest, in ToolIn) (*mcp.CallToolResult, any, error) {

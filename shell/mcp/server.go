@@ -214,7 +214,7 @@ func (s *server) clientOptions() *mcp.ClientOptions {
 	}
 	return &mcp.ClientOptions{
 		Capabilities: caps,
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { fmt.Println("LIST CHANGED")
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			s.m.background(s.refresh)
 		},
 		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
