@@ -28,6 +28,9 @@ type Model struct {
 	Script      string   `toml:"script"`
 	// Retry is the [models.ROLE.retry] table (provider openai).
 	Retry *Retry `toml:"retry"`
+	// Accepts lists what the model reads besides text: "image", "audio"
+	// (provider openai).
+	Accepts []string `toml:"accepts"`
 }
 
 // Retry is a retry table: [models.ROLE.retry], or a tool table's retry key.
