@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,9 +27,9 @@ const TypedSchema = `{"type": "object", "properties": {"answer": {"type": "integ
 // ProgressIn is the input of progress.
 type ProgressIn struct {
 	Steps int `json:"steps" jsonschema:"how many progress notifications to send"`
-	// Hold makes the call wait, once it has sent its notifications, until
-	// proceed is called (or the call is cancelled).
-	Hold bool `json:"hold,omitempty" jsonschema:"wait for proceed before answering"`
+	// WaitFor makes the call wait, once it has sent its notifications,
+	// until this file exists (or the call is cancelled).
+	WaitFor string `json:"wait_for,omitempty" jsonschema:"a file to wait for before answering"`
 }
 
 // TypedIn is the input of typed.
@@ -57,13 +58,11 @@ type features struct {
 	wedge     chan struct{}
 	// release ends stuck's wait (never, unless Options.Release says so).
 	release <-chan struct{}
-	// proceed lets one held progress call answer.
-	proceed chan struct{}
 }
 
 // addFeatures adds the tools of this file to s.
 func addFeatures(s *mcp.Server, o Options) *features {
-	f := &features{wedge: make(chan struct{}), release: o.Release, proceed: make(chan struct{}, 64)}
+	f := &features{wedge: make(chan struct{}), release: o.Release}
 	s.AddReceivingMiddleware(f.wedged)
 
 	mcp.AddTool(s, &mcp.Tool{Name: "cancellations", Description: "Returns how many sleep calls the client cancelled."},
@@ -91,19 +90,12 @@ func addFeatures(s *mcp.Server, o Options) *features {
 					return nil, nil, err
 				}
 			}
-			if in.Hold {
-				select {
-				case <-f.proceed:
-				case <-ctx.Done():
-					return nil, nil, ctx.Err()
+			if in.WaitFor != "" {
+				if err := waitForFile(ctx, in.WaitFor); err != nil {
+					return nil, nil, err
 				}
 			}
 			return text(fmt.Sprintf("sent %d progress notifications", in.Steps)), nil, nil
-		})
-	mcp.AddTool(s, &mcp.Tool{Name: "proceed", Description: "Lets a held progress call answer."},
-		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
-			f.proceed <- struct{}{}
-			return text("proceeding"), nil, nil
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "add_tool", Description: "Adds a tool NAME that echoes its text (the tool list changes)."},
 		func(_ context.Context, _ *mcp.CallToolRequest, in ToolIn) (*mcp.CallToolResult, any, error) {
@@ -198,6 +190,22 @@ func wavFile(n int) []byte {
 	b = append(b, "data"...)
 	b = binary.LittleEndian.AppendUint32(b, uint32(data))
 	return append(b, make([]byte, data)...)
+}
+
+// waitForFile waits until path exists, or ctx ends.
+func waitForFile(ctx context.Context, path string) error {
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
 }
 
 // sleepFor sleeps for d, or until ctx ends (the client cancelled the call),

@@ -41,7 +41,7 @@ var PNG = []byte{
 // ToolNames lists every tool NewServer offers, in the order it lists them.
 var ToolNames = []string{
 	"add", "add_tool", "audio", "big_image", "cancellations", "crash", "echo", "fail", "getenv",
-	"header", "image", "nested", "pid", "proceed", "progress", "refs", "remove_tool", "resource", "roots",
+	"header", "image", "nested", "pid", "progress", "refs", "remove_tool", "resource", "roots",
 	"sleep", "spawn", "structured", "stuck", "typed", "unsupported",
 }
 

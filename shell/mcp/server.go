@@ -25,7 +25,7 @@ type UnavailableError struct {
 }
 
 func (e *UnavailableError) Error() string {
-	return fmt.Sprintf("mcp server %s is unavailable (%v); its tools are withdrawn", e.Server, e.Cause)
+	return fmt.Sprintf("mcp server %s is unavailable, its tools are withdrawn: %v", e.Server, e.Cause)
 }
 
 func (e *UnavailableError) Unwrap() error { return e.Cause }
