@@ -161,16 +161,18 @@ func sameTools(a, b []*tool) bool {
 }
 
 // giveUpLocked gives an optional server up for good after cause: its tools
-// are withdrawn (Version grows). It reports whether it did (a required
-// server is never given up: its failures stay the run's). s.mu is held.
+// are withdrawn (Version grows), why is the reason recorded. It reports
+// whether it did (a required server is never given up: its failures stay
+// the run's). s.mu is held.
 func (s *server) giveUpLocked(why string, cause error) bool {
 	if !s.cfg.Optional {
 		return false
 	}
 	if s.dead == nil {
+		// No warning: the call that finds the server gone says so, and the
+		// run reports its tools withdrawn.
 		s.dead, s.deadWhy = cause, why
 		s.m.version.Add(1)
-		s.m.warn(fmt.Sprintf("mcp server %s is unavailable, its tools are withdrawn: %v", s.cfg.Name, cause))
 	}
 	return true
 }
@@ -195,8 +197,25 @@ func (m *Manager) background(f func()) {
 	m.bg.Go(f)
 }
 
+// warn passes msg to Options.Warn, once: a list listed again repeats its
+// warnings.
 func (m *Manager) warn(msg string) {
-	if m.opts.Warn != nil {
+	if m.opts.Warn == nil {
+		return
+	}
+	m.bgMu.Lock()
+	seen := m.warned[msg]
+	if !seen && len(m.warned) < maxWarned {
+		if m.warned == nil {
+			m.warned = map[string]bool{}
+		}
+		m.warned[msg] = true
+	}
+	m.bgMu.Unlock()
+	if !seen {
 		m.opts.Warn(msg)
 	}
 }
+
+// maxWarned bounds the warnings remembered (see warn).
+const maxWarned = 1000

@@ -88,6 +88,7 @@ type Manager struct {
 	version atomic.Uint64 // see Version
 	bgMu    sync.Mutex    // held to start background work, and by Close to stop it
 	bg      sync.WaitGroup
+	warned  map[string]bool // under bgMu: see warn
 }
 
 // NewManager validates the servers and returns their manager. Nothing starts
@@ -139,6 +140,16 @@ func (m *Manager) Tools(ctx context.Context) (tools []shell.Tool, warnings []str
 			errs = append(errs, l.err)
 		}
 	}
+	m.bgMu.Lock()
+	for _, w := range warnings { // the caller shows these: a refresh does not again
+		if m.warned == nil {
+			m.warned = map[string]bool{}
+		}
+		if len(m.warned) < maxWarned {
+			m.warned[w] = true
+		}
+	}
+	m.bgMu.Unlock()
 	if err := errors.Join(errs...); err != nil {
 		return nil, warnings, err
 	}
