@@ -16,13 +16,6 @@ type Attachment struct {
 	Data []byte `cbor:"2,keyasint,omitempty" json:"data"`
 }
 
-// Kind is the attachment's top-level media type: "image", "audio", or
-// whatever precedes the slash.
-func (a Attachment) Kind() string {
-	kind, _, _ := strings.Cut(a.MIME, "/")
-	return strings.ToLower(strings.TrimSpace(kind))
-}
-
 // describeAttachments renders attachments as " [image/png 67 bytes, ...]",
 // or "" when there are none.
 func describeAttachments(list []Attachment) string {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -119,12 +120,17 @@ func compileOutputSchema(raw json.RawMessage) (*jsonschema.Resolved, error) {
 	return s.Resolve(nil)
 }
 
+// clipJSON cuts s to about 200 bytes, on a UTF-8 boundary.
 func clipJSON(s string) string {
 	const max = 200
 	if len(s) <= max {
 		return s
 	}
-	return s[:max] + "…"
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 func mimeOr(mime, kind string) string {
