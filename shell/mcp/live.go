@@ -121,9 +121,8 @@ func (m *Manager) Bind(rec Record) ([]shell.Tool, error) {
 }
 
 // refresh lists the server's tools again after it said they changed, on its
-// current session (a server not running now lists them when it starts
-// again... if it ever says so then), and makes the new list current when it
-// differs.
+// current session (none: nothing to do), and makes the new list current
+// when it differs.
 func (s *server) refresh() {
 	s.refreshing.Lock()
 	defer s.refreshing.Unlock()

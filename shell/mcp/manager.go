@@ -295,7 +295,7 @@ func CheckSpec(spec core.Tool) error {
 	return nil
 }
 
-// ToolSpecs returns the specs of tools, to record in a run.
+// ToolSpecs returns the specs of tools (Record is what a run records).
 func ToolSpecs(tools []shell.Tool) []core.Tool {
 	specs := make([]core.Tool, len(tools))
 	for i, t := range tools {
