@@ -158,7 +158,7 @@ func DescribeMessage(m Message) string {
 	for _, c := range m.Calls {
 		s += fmt.Sprintf(" call(%s %s %s)", c.ID, c.Name, clip(string(c.Args)))
 	}
-	return s
+	return s + describeAttachments(m.Attachments)
 }
 
 func describeCalls(calls []ToolCall) string {
@@ -171,12 +171,12 @@ func describeCalls(calls []ToolCall) string {
 
 func describeToolResult(r ToolResult) string {
 	if r.Failed() {
-		return r.CallID + " error " + quote(r.Error)
+		return r.CallID + " error " + quote(r.Error) + describeAttachments(r.Attachments)
 	}
 	if r.Cached {
-		return r.CallID + " ok (cached) " + quote(r.Output)
+		return r.CallID + " ok (cached) " + quote(r.Output) + describeAttachments(r.Attachments)
 	}
-	return r.CallID + " ok " + quote(r.Output)
+	return r.CallID + " ok " + quote(r.Output) + describeAttachments(r.Attachments)
 }
 
 func resultKind(r Result) string {

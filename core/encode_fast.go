@@ -155,6 +155,9 @@ func appendMessage(dst []byte, m *Message) []byte {
 	if m.IsError {
 		dst = appendBool(f.key(dst, 6), true)
 	}
+	if len(m.Attachments) > 0 {
+		dst = appendList(f.key(dst, 7), m.Attachments, appendAttachment)
+	}
 	return f.close(dst)
 }
 
@@ -188,8 +191,23 @@ func appendToolResult(dst []byte, r *ToolResult) []byte {
 	if len(r.Sources) > 0 {
 		dst = appendStrings(f.key(dst, 4), r.Sources)
 	}
+	if len(r.Attachments) > 0 {
+		dst = appendList(f.key(dst, 5), r.Attachments, appendAttachment)
+	}
 	if r.Cached {
-		dst = appendBool(f.key(dst, 5), true)
+		dst = appendBool(f.key(dst, 6), true)
+	}
+	return f.close(dst)
+}
+
+func appendAttachment(dst []byte, a *Attachment) []byte {
+	var f fields
+	dst = f.open(dst)
+	if a.MIME != "" {
+		dst = appendText(f.key(dst, 1), a.MIME)
+	}
+	if len(a.Data) > 0 {
+		dst = appendBytes(f.key(dst, 2), a.Data)
 	}
 	return f.close(dst)
 }

@@ -50,6 +50,7 @@ func TestFastEncodersMatchLibrary(t *testing.T) {
 	t.Run("Message", sameAsLibrary(genMessage(genText()), appendMessage))
 	t.Run("ToolCall", sameAsLibrary(genToolCall(genText()), appendToolCall))
 	t.Run("ToolResult", sameAsLibrary(genToolResult(genText()), appendToolResult))
+	t.Run("Attachment", sameAsLibrary(genAttachment(genText()), appendAttachment))
 	t.Run("Request", sameAsLibrary(rapid.Custom(func(t *rapid.T) Request { return Request{Input: genText().Draw(t, "input")} }), appendRequest))
 	t.Run("Pending", sameAsLibrary(genPending(genText()), appendPending))
 	t.Run("Turn", sameAsLibrary(genTurn(genText()), appendTurn))
@@ -303,6 +304,7 @@ var fastFields = map[reflect.Type][]string{
 		"Role core.Role `1,keyasint,omitempty`", "Content string `2,keyasint,omitempty`",
 		"Calls []core.ToolCall `3,keyasint,omitempty`", "CallID string `4,keyasint,omitempty`",
 		"Name string `5,keyasint,omitempty`", "IsError bool `6,keyasint,omitempty`",
+		"Attachments []core.Attachment `7,keyasint,omitempty`",
 	},
 	reflect.TypeFor[ToolCall](): {
 		"ID string `1,keyasint,omitempty`", "Name string `2,keyasint,omitempty`",
@@ -310,10 +312,12 @@ var fastFields = map[reflect.Type][]string{
 	},
 	reflect.TypeFor[ToolResult](): {
 		"CallID string `1,keyasint,omitempty`", "Output string `2,keyasint,omitempty`",
-		"Error string `3,keyasint,omitempty`", "Sources []string `4,keyasint,omitempty`", "Transient bool `-`",
-		"Cached bool `5,keyasint,omitempty`",
+		"Error string `3,keyasint,omitempty`", "Sources []string `4,keyasint,omitempty`",
+		"Attachments []core.Attachment `5,keyasint,omitempty`", "Transient bool `-`",
+		"Cached bool `6,keyasint,omitempty`",
 	},
-	reflect.TypeFor[Request](): {"Input string `1,keyasint,omitempty`"},
+	reflect.TypeFor[Attachment](): {"MIME string `1,keyasint,omitempty`", "Data []uint8 `2,keyasint,omitempty`"},
+	reflect.TypeFor[Request]():    {"Input string `1,keyasint,omitempty`"},
 	reflect.TypeFor[Pending](): {
 		"Kind core.PendingKind `1,keyasint`", "Role core.ModelRole `2,keyasint,omitempty`",
 		"CallIDs []string `3,keyasint,omitempty`",

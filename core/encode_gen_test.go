@@ -84,24 +84,33 @@ func genToolCall(text *rapid.Generator[string]) *rapid.Generator[ToolCall] {
 func genMessage(text *rapid.Generator[string]) *rapid.Generator[Message] {
 	return rapid.Custom(func(t *rapid.T) Message {
 		return Message{
-			Role:    Role(text.Draw(t, "role")),
-			Content: text.Draw(t, "content"),
-			Calls:   genList(genToolCall(text)).Draw(t, "calls"),
-			CallID:  text.Draw(t, "call-id"),
-			Name:    text.Draw(t, "name"),
-			IsError: rapid.Bool().Draw(t, "is-error"),
+			Role:        Role(text.Draw(t, "role")),
+			Content:     text.Draw(t, "content"),
+			Calls:       genList(genToolCall(text)).Draw(t, "calls"),
+			CallID:      text.Draw(t, "call-id"),
+			Name:        text.Draw(t, "name"),
+			IsError:     rapid.Bool().Draw(t, "is-error"),
+			Attachments: genList(genAttachment(text)).Draw(t, "attachments"),
 		}
+	})
+}
+
+// genAttachment draws attachments, their data nil, empty or not.
+func genAttachment(text *rapid.Generator[string]) *rapid.Generator[Attachment] {
+	return rapid.Custom(func(t *rapid.T) Attachment {
+		return Attachment{MIME: text.Draw(t, "mime"), Data: genList(rapid.Byte()).Draw(t, "data")}
 	})
 }
 
 func genToolResult(text *rapid.Generator[string]) *rapid.Generator[ToolResult] {
 	return rapid.Custom(func(t *rapid.T) ToolResult {
 		return ToolResult{
-			CallID:  text.Draw(t, "call-id"),
-			Output:  text.Draw(t, "output"),
-			Error:   text.Draw(t, "error"),
-			Sources: genList(text).Draw(t, "sources"),
-			Cached:  rapid.Bool().Draw(t, "cached"),
+			CallID:      text.Draw(t, "call-id"),
+			Output:      text.Draw(t, "output"),
+			Error:       text.Draw(t, "error"),
+			Sources:     genList(text).Draw(t, "sources"),
+			Attachments: genList(genAttachment(text)).Draw(t, "attachments"),
+			Cached:      rapid.Bool().Draw(t, "cached"),
 		}
 	})
 }

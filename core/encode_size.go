@@ -52,6 +52,17 @@ func messagesSize(msgs []Message) int {
 		if len(m.Calls) > 0 {
 			n += callsSize(m.Calls)
 		}
+		if len(m.Attachments) > 0 {
+			n += attachmentsSize(m.Attachments)
+		}
+	}
+	return n
+}
+
+func attachmentsSize(list []Attachment) int {
+	n := listField
+	for i := range list {
+		n += 1 + textSize(list[i].MIME) + fieldSize(len(list[i].Data))
 	}
 	return n
 }
@@ -72,6 +83,9 @@ func resultsSize(results []ToolResult) int {
 		n += 1 + textSize(r.CallID) + textSize(r.Output) + textSize(r.Error) + boolField
 		if len(r.Sources) > 0 {
 			n += stringsSize(r.Sources)
+		}
+		if len(r.Attachments) > 0 {
+			n += attachmentsSize(r.Attachments)
 		}
 	}
 	return n

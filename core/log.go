@@ -30,6 +30,9 @@ func messageSize(m Message) int {
 	for _, c := range m.Calls {
 		n += messageOverhead + len(c.ID) + len(c.Name) + len(c.Args)
 	}
+	for _, a := range m.Attachments {
+		n += messageOverhead + len(a.MIME) + len(a.Data)
+	}
 	return n
 }
 

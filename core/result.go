@@ -42,6 +42,9 @@ type ToolResult struct {
 	Error  string `cbor:"3,keyasint,omitempty" json:"error,omitempty"`
 	// Sources are references the output came from (URLs, paths).
 	Sources []string `cbor:"4,keyasint,omitempty" json:"sources,omitempty"`
+	// Attachments are binary content for the model (images, sounds); the
+	// output holds a text placeholder for each (see Attachment).
+	Attachments []Attachment `cbor:"5,keyasint,omitempty" json:"attachments,omitempty"`
 	// Transient marks a failure that may go away on its own (a refused
 	// connection, a 5xx, a server that was restarting). The shell's retry
 	// policy reads it; it is never stored and the core ignores it.
@@ -50,7 +53,7 @@ type ToolResult struct {
 	// instead of running the tool (see shell.CachePolicy). It is recorded
 	// with the result, so stats and traces can tell, and a replay, which
 	// feeds the recorded results, sees it too. The core ignores it.
-	Cached bool `cbor:"5,keyasint,omitempty" json:"cached,omitempty"`
+	Cached bool `cbor:"6,keyasint,omitempty" json:"cached,omitempty"`
 }
 
 // Failed reports whether the call failed.

@@ -159,11 +159,11 @@ func finishTurn(cfg Config, st State) State {
 	if turn.Native {
 		msgs := make([]Message, len(turn.Calls))
 		for i, c := range turn.Calls {
-			msgs[i] = Message{Role: RoleTool, CallID: c.ID, Name: c.Name, Content: resultText(results[i]), IsError: results[i].Failed()}
+			msgs[i] = Message{Role: RoleTool, CallID: c.ID, Name: c.Name, Content: resultText(results[i]), IsError: results[i].Failed(), Attachments: results[i].Attachments}
 		}
 		return appendMessages(st, msgs...)
 	}
-	return appendMessages(st, Message{Role: RoleUser, Content: renderTurnResults(cfg, st, turn.Calls, results)})
+	return appendMessages(st, Message{Role: RoleUser, Content: renderTurnResults(cfg, st, turn.Calls, results), Attachments: attachmentsOf(results)})
 }
 
 // resultText is what the model reads for a call: its output, or its error

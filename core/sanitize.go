@@ -32,7 +32,7 @@ func sanitize(res Result) Result {
 	case ToolResults:
 		out := make([]ToolResult, len(r.Results))
 		for i, x := range r.Results {
-			out[i] = ToolResult{CallID: clean(x.CallID), Output: clean(x.Output), Error: clean(x.Error), Sources: cleanAll(x.Sources), Cached: x.Cached}
+			out[i] = ToolResult{CallID: clean(x.CallID), Output: clean(x.Output), Error: clean(x.Error), Sources: cleanAll(x.Sources), Cached: x.Cached, Attachments: cleanAttachments(x.Attachments)}
 		}
 		return ToolResults{Results: out}
 	case MemoryHits:
@@ -102,6 +102,11 @@ func validResult(res Result) bool {
 			}
 			for _, s := range x.Sources {
 				if !utf8.ValidString(s) {
+					return false
+				}
+			}
+			for _, a := range x.Attachments {
+				if !utf8.ValidString(a.MIME) {
 					return false
 				}
 			}

@@ -56,6 +56,9 @@ type Message struct {
 	// IsError marks a tool message whose call failed: Content is the
 	// tool's error text, verbatim.
 	IsError bool `cbor:"6,keyasint,omitempty" json:"is_error,omitempty"`
+	// Attachments are the binary content of the tool results the message
+	// carries (see Attachment); Content holds their text placeholders.
+	Attachments []Attachment `cbor:"7,keyasint,omitempty" json:"attachments,omitempty"`
 }
 
 // ToolCall is a call the model asked for. Args is canonical JSON (sorted keys,

@@ -140,6 +140,14 @@ func (r *Runner) drive(ctx, hctx context.Context, ag *Agent, cur *cursor, h *hol
 				return Outcome{}, fmt.Errorf("run %s step %d: %w", cur.id, cur.seq, err)
 			}
 		}
+		if changed := ag.current(); changed != ag {
+			// Picked up before the result is folded in: replay applies a
+			// change recorded now from the next step on, Resume included.
+			if err := r.changeAgent(durable, h, cur, ag, changed); err != nil {
+				return Outcome{}, err
+			}
+			ag, cfg = changed, changed.Config
+		}
 		next, err := core.Resume(cfg, cur.st, res)
 		if err != nil {
 			return Outcome{}, fmt.Errorf("run %s step %d: resume: %w", cur.id, cur.seq, err)

@@ -40,6 +40,9 @@ type RunContext struct {
 	// View is the part of the run the tool declared it wants to see
 	// (ToolSettings.View); nil when it declared none.
 	View *RunView
+	// Progress, when set, receives the call's progress reports (use
+	// Report). A tool may report from any goroutine until Run returns.
+	Progress func(ToolProgress)
 }
 
 // Tool is a tool the shell runs itself. Run never returns a Go error: a

@@ -113,5 +113,8 @@ func (x Redactor) ToolResult(t core.ToolResult) core.ToolResult {
 	if x.r == nil {
 		return t
 	}
-	return core.ToolResult{CallID: t.CallID, Output: x.String(t.Output), Error: x.String(t.Error), Sources: x.all(t.Sources), Transient: t.Transient, Cached: t.Cached}
+	// Attachments are binary: they pass as they are; Transient and Cached
+	// too.
+	t.Output, t.Error, t.Sources = x.String(t.Output), x.String(t.Error), x.all(t.Sources)
+	return t
 }

@@ -264,12 +264,21 @@ func phaseText(st core.State) string {
 
 // sanitizeTool makes a tool result's text valid UTF-8.
 func sanitizeTool(t core.ToolResult) core.ToolResult {
-	if utf8.ValidString(t.Output) && utf8.ValidString(t.Error) && utf8.ValidString(t.CallID) && validAll(t.Sources) {
+	if utf8.ValidString(t.Output) && utf8.ValidString(t.Error) && utf8.ValidString(t.CallID) && validAll(t.Sources) && validMIMEs(t.Attachments) {
 		return t
 	}
 	out := core.Sanitize(core.ToolResults{Results: []core.ToolResult{t}}).(core.ToolResults).Results[0]
 	out.Transient = t.Transient
 	return out
+}
+
+func validMIMEs(list []core.Attachment) bool {
+	for _, a := range list {
+		if !utf8.ValidString(a.MIME) {
+			return false
+		}
+	}
+	return true
 }
 
 func validAll(list []string) bool {

@@ -44,6 +44,13 @@ type Agent struct {
 	// Close, when set, releases what the agent holds (MCP servers). The
 	// caller calls it when done with the agent.
 	Close func() error
+	// Live, when set, returns the agent as it is now: the same pointer
+	// until the agent changes while runs go on (an MCP server's tool list
+	// changed, or a server became unavailable), then the changed agent,
+	// whose own Live follows later changes. A run picks a change up
+	// between a request and the folding in of its result, and records it
+	// (store.ChangeAgent, as resume --agent does), so replay follows it.
+	Live func() *Agent
 }
 
 // Options tune a Runner. The zero value means the defaults.
@@ -81,8 +88,11 @@ type Event struct {
 	RunID string
 	Seq   int
 	// Kind is "model", "tools", "tool", "external", "results", "memory",
-	// "complete", "fail", "interrupted", "stalled", "retry", "in_doubt" or
-	// "cache" (the tool cache could not be read or written).
+	// "complete", "fail", "interrupted", "stalled", "retry", "in_doubt",
+	// "cache" (the tool cache could not be read or written), "progress" (a
+	// running call's report: Progress is set) or "agent" (the agent
+	// changed while the run went on, as when an MCP server's tool list
+	// changed: the change is recorded with the run).
 	Kind     string
 	Text     string
 	Duration time.Duration
@@ -104,6 +114,8 @@ type Event struct {
 	// memory result of a "memory" event, and for a "results" event (a
 	// paused run answered) the core.ToolResults the caller gave.
 	Result core.Result
+	// Progress is a running call's report, for Kind "progress".
+	Progress *ToolProgress
 }
 
 // Runner drives runs of agents and owns their goroutines, contexts and
@@ -187,6 +199,7 @@ var (
 // pauses for external tools, stalls, or ctx ends (then it is marked
 // interrupted). The run is created with its lease held by this runner.
 func (r *Runner) Start(ctx context.Context, ag *Agent, input string) (Outcome, error) {
+	ag = ag.current()
 	if err := r.check(ag); err != nil {
 		return Outcome{}, err
 	}
@@ -228,6 +241,7 @@ func (r *Runner) Submit(ctx context.Context, ag *Agent, runID string, ans Answer
 }
 
 func (r *Runner) resume(ctx context.Context, ag *Agent, runID string, ans *Answers) (Outcome, error) {
+	ag = ag.current()
 	if err := r.check(ag); err != nil {
 		return Outcome{}, err
 	}
@@ -259,6 +273,7 @@ func (r *Runner) Fork(ctx context.Context, ag *Agent, runID string, seq int, res
 // fork is Fork; with handOff, the new run is left runnable after its first
 // checkpoint instead of being driven.
 func (r *Runner) fork(ctx context.Context, ag *Agent, runID string, seq int, res core.Result, handOff bool) (Outcome, error) {
+	ag = ag.current()
 	if err := r.check(ag); err != nil {
 		return Outcome{}, err
 	}

@@ -219,7 +219,7 @@ func (r *Runner) callTool(ctx context.Context, ag *Agent, cur *cursor, c core.To
 		}
 	}()
 	settings := ag.ToolSettings[c.Name]
-	rc := RunContext{RunID: cur.id, Step: cur.seq, Agent: ag.Config.Name, View: runView(settings.View, ag, cur, x)}
+	rc := RunContext{RunID: cur.id, Step: cur.seq, Agent: ag.Config.Name, View: runView(settings.View, ag, cur, x), Progress: r.progressFor(ag, cur, c)}
 	res = t.Run(tctx, c, rc)
 	res.CallID = c.ID
 	if tctx.Err() == context.DeadlineExceeded && ctx.Err() == nil && !res.Failed() {

@@ -20,6 +20,7 @@ type progress struct {
 	spinner *time.Ticker
 	done    chan struct{}
 	frame   int
+	status  string // what the spinner shows (see inPlace); "" for "working…"
 }
 
 func newProgress(w io.Writer, color bool) *progress {
@@ -48,7 +49,7 @@ func (p *progress) spin() {
 		case <-p.spinner.C:
 			p.mu.Lock()
 			p.frame++
-			fmt.Fprintf(p.w, "\r%s working…", frames[p.frame%len(frames)])
+			fmt.Fprintf(p.w, "\r\033[K%s %s", frames[p.frame%len(frames)], p.statusText())
 			p.mu.Unlock()
 		}
 	}
@@ -58,6 +59,9 @@ func (p *progress) spin() {
 func (p *progress) Event(ev shell.Event) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.inPlace(ev) {
+		return
+	}
 	if p.tty {
 		fmt.Fprint(p.w, "\r\033[K")
 	}

@@ -25,6 +25,8 @@ type Options struct {
 	// error: the binary exits the process there; an in-process test may
 	// break the connection. Nil: only the error response.
 	Crash func()
+	// Release, when closed, lets a stuck call end (nil: never).
+	Release <-chan struct{}
 }
 
 // PNG is the image the image tool returns: a 1x1 transparent PNG.
@@ -38,8 +40,9 @@ var PNG = []byte{
 
 // ToolNames lists every tool NewServer offers, in the order it lists them.
 var ToolNames = []string{
-	"add", "crash", "echo", "fail", "getenv", "header", "image", "nested", "pid",
-	"refs", "resource", "sleep", "spawn", "structured", "unsupported",
+	"add", "add_tool", "audio", "big_image", "cancellations", "crash", "echo", "fail", "getenv",
+	"header", "image", "nested", "pid", "progress", "refs", "remove_tool", "resource", "roots",
+	"sleep", "spawn", "structured", "stuck", "typed", "unsupported",
 }
 
 // EchoIn is the input of echo.
@@ -133,6 +136,7 @@ func NewServer(opts *Options) *mcp.Server {
 		o.PageSize = DefaultPageSize
 	}
 	s := mcp.NewServer(&mcp.Implementation{Name: "mcptest", Version: "v0.0.1"}, &mcp.ServerOptions{PageSize: o.PageSize})
+	f := addFeatures(s, o)
 
 	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Returns its input text."},
 		func(_ context.Context, _ *mcp.CallToolRequest, in EchoIn) (*mcp.CallToolResult, any, error) {
@@ -152,16 +156,12 @@ func NewServer(opts *Options) *mcp.Server {
 			res.IsError = true
 			return res, nil, nil
 		})
-	mcp.AddTool(s, &mcp.Tool{Name: "sleep", Description: "Sleeps for ms milliseconds."},
+	mcp.AddTool(s, &mcp.Tool{Name: "sleep", Description: "Sleeps for ms milliseconds; a cancelled call stops at once."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in SleepIn) (*mcp.CallToolResult, any, error) {
-			t := time.NewTimer(time.Duration(in.MS) * time.Millisecond)
-			defer t.Stop()
-			select {
-			case <-t.C:
-				return text(fmt.Sprintf("slept %d ms", in.MS)), nil, nil
-			case <-ctx.Done():
-				return nil, nil, ctx.Err()
+			if err := f.sleepFor(ctx, time.Duration(in.MS)*time.Millisecond); err != nil {
+				return nil, nil, err
 			}
+			return text(fmt.Sprintf("slept %d ms", in.MS)), nil, nil
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "header", Description: "Returns an HTTP header of the request."},
 		func(_ context.Context, req *mcp.CallToolRequest, in HeaderIn) (*mcp.CallToolResult, any, error) {

@@ -49,6 +49,7 @@ func (s *Spec) Build(opts BuildOptions) (*shell.Agent, error) {
 	}
 	if m != nil {
 		ag.Close = m.Close
+		ag.Live = s.live(m, opts, ag)
 	}
 	return ag, nil
 }
@@ -110,6 +111,7 @@ func (s *Spec) provider(role string, m Model, offset int) (shell.ModelProvider, 
 		return openai.New(openai.Options{
 			BaseURL: m.BaseURL, Model: m.Model, APIKeyEnv: m.APIKeyEnv, Timeout: timeout,
 			Retry: s.modelRetry[role], MaxRetries: m.MaxRetries, Temperature: m.Temperature, MaxTokens: m.MaxTokens,
+			Accepts: m.Accepts,
 		})
 	}
 	return nil, fmt.Errorf("unknown provider %q", m.Provider)
@@ -122,7 +124,10 @@ func (s *Spec) Source(opts BuildOptions) []byte { return s.sourceWith(opts) }
 // sourceWith records the agent file and the script override (an absolute
 // path), so resuming the run later rebuilds the same agent.
 func (s *Spec) sourceWith(opts BuildOptions) []byte {
-	src := source{Path: s.Path, Dir: s.Dir, TOML: string(s.Text), MCPTools: s.mcpRecorded}
+	src := source{Path: s.Path, Dir: s.Dir, TOML: string(s.Text)}
+	if rec := s.mcpRecord; rec != nil {
+		src.MCPTools, src.MCPOutputSchemas, src.MCPUnavailable = rec.Tools, rec.OutputSchemas, rec.Unavailable
+	}
 	if opts.Script != "" {
 		src.Script = opts.Script
 		src.ScriptOffset = opts.ScriptOffset

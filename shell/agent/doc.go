@@ -22,6 +22,8 @@
 //	max_elapsed = "3m"
 //	jitter = 0.1
 //
+//	accepts = ["image"]          # optional, provider openai: see Attachments
+//
 //	[models.helper]              # optional: escalation target
 //	provider = "script"
 //	script = "../scripts/helper.jsonl"   # relative to this file; must exist
@@ -214,6 +216,68 @@
 // for a boolean, a null for a string) is ignored: it is never injected
 // into a call and the tool docs leave it out. `stepwise validate` prints a
 // warning naming it.
+//
+// # MCP servers
+//
+// Each [[mcp]] table is one Model Context Protocol server whose tools the
+// model may call, as NAME__TOOL:
+//
+//	[[mcp]]
+//	name = "fs"                  # letters, digits, '-', '_'; prefixes its tools
+//	command = "npx"              # stdio: command, args, env (values may say ${VAR})
+//	args = ["-y", "@modelcontextprotocol/server-filesystem", "/data"]
+//	# url = "https://mcp.example.com/mcp" and headers = { Authorization = "Bearer ${TOKEN}" }
+//	allow = ["read_file"]        # or deny = [...]; neither exposes every tool
+//	timeout = "20s"              # one call (default 30s)
+//	cancel_grace = "5s"          # see Timeouts (default 5s)
+//	idempotent = true            # its tools may run again after a crash
+//	roots = ["./data"]           # see Roots
+//	required = false             # see Unavailable servers (default true)
+//	max_attachment_bytes = 1048576   # see Attachments (default 1 MiB)
+//
+// The tool list a run saw is recorded with the run; resume and replay use
+// it, not what the server lists later. When a server says its tool list
+// changed (notifications/tools/list_changed), it is listed again and the
+// run goes on with the new list from its next step, the change recorded
+// with the run like an agent change (resume --agent), so replay follows it.
+// (With a text format the tool documentation in the system prompt stays as
+// the run started; native tools are sent with every model call.)
+//
+// Timeouts: a call that runs past timeout is cancelled
+// (notifications/cancelled); the server keeps running, and its state, if
+// it answers a ping within cancel_grace. One that does not is stopped and
+// started again for the next call (at most twice over the run; then its
+// calls fail at once).
+//
+// Roots: the roots capability is declared only when roots are set: paths
+// (relative to this file) or file:// URIs, offered to the server as the
+// places it may work in.
+//
+// Unavailable servers: by default a server that cannot start fails the
+// run before it begins, and one that dies with no restarts left fails each
+// later call (an idempotent tool's call stalls the run when its retries
+// run out). With required = false, such a server is unavailable instead:
+// its tools are withdrawn (recorded with the run, like a tool-list change)
+// and the model is told: a note after the system prompt when the server is
+// missing from the start, the error of the call that found it gone
+// otherwise.
+//
+// Progress: a call's notifications/progress are shown on stderr as
+// "tool NAME: 40% — message" (not with --quiet); they are not stored.
+//
+// Structured output: a tool that declares an output schema must return
+// structured content that fits it, or the call fails with an error saying
+// why. The model reads the tool's text; a result with no text is read as
+// its structured content in JSON.
+//
+// # Attachments
+//
+// Images and sounds a tool returns (MCP image and audio content, at most
+// max_attachment_bytes each) are kept with the call's result. A model whose
+// table says accepts = ["image"] (and/or "audio") receives them; any other
+// model reads the placeholder in the tool's output ("[image/png content,
+// 67 bytes]"), as it would without the key. A larger one is only described,
+// with its size.
 //
 // # Error prefix
 //

@@ -41,6 +41,9 @@ type Model struct {
 	Script      string   `toml:"script"`
 	// Retry is the [models.ROLE.retry] table (provider openai).
 	Retry *Retry `toml:"retry"`
+	// Accepts lists what the model reads besides text: "image", "audio"
+	// (provider openai).
+	Accepts []string `toml:"accepts"`
 }
 
 // Retry is a retry table: [models.ROLE.retry], or a tool table's retry key.
@@ -156,4 +159,15 @@ type MCPServer struct {
 	Deny       []string          `toml:"deny"`
 	Timeout    string            `toml:"timeout"`
 	Idempotent bool              `toml:"idempotent"`
+	// CancelGrace bounds how long the server has, after a call that timed
+	// out was cancelled, to answer a ping before it is stopped.
+	CancelGrace string `toml:"cancel_grace"`
+	// Roots are offered to the server as its roots (paths relative to the
+	// agent file, or file:// URIs); without any, no roots capability.
+	Roots []string `toml:"roots"`
+	// Required = false makes the server optional: when it cannot start or
+	// dies for good, its tools are withdrawn and the run goes on.
+	Required *bool `toml:"required"`
+	// MaxAttachmentBytes bounds one image or sound kept for the model.
+	MaxAttachmentBytes int `toml:"max_attachment_bytes"`
 }

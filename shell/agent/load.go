@@ -17,6 +17,7 @@ import (
 	"github.com/pelletier/go-toml/v2"
 	"github.com/stepwise-agent/stepwise/core"
 	"github.com/stepwise-agent/stepwise/shell"
+	"github.com/stepwise-agent/stepwise/shell/mcp"
 )
 
 // ErrInvalid wraps every error about an agent file's content.
@@ -51,8 +52,12 @@ type Spec struct {
 	impls []shell.Tool // built-in and command tools, in config order
 	// modelRetry is the retry table of each model role that has one.
 	modelRetry map[string]shell.RetryPolicy
-	// mcpRecorded is the MCP tool list a run saw, once listed or restored.
-	mcpRecorded []core.Tool
+	// base is Config before MCP tools are added (see withMCP).
+	base core.Config
+	// mcpRecord is the MCP tool list a run saw, once listed or restored;
+	// mcpImpls are its tools.
+	mcpRecord *mcp.Record
+	mcpImpls  []shell.Tool
 }
 
 // Load reads and validates the agent file at path.
@@ -223,7 +228,7 @@ func (s *Spec) convert(name string, data []byte, checkFiles bool) error {
 		return at(path, "%s", msg)
 	}
 	s.SecretNames = secretNames(f)
-	s.Config = cfg
+	s.Config, s.base = cfg, cfg
 	return nil
 }
 
@@ -286,6 +291,10 @@ type source struct {
 	Script       string      `json:"script,omitempty"`
 	ScriptOffset int         `json:"script_offset,omitempty"`
 	MCPTools     []core.Tool `json:"mcp_tools,omitempty"`
+	// MCPOutputSchemas are the output schemas of the MCP tools that
+	// declare one; MCPUnavailable the optional servers given up, with why.
+	MCPOutputSchemas map[string]json.RawMessage `json:"mcp_output_schemas,omitempty"`
+	MCPUnavailable   map[string]string          `json:"mcp_unavailable,omitempty"`
 }
 
 // FromSource rebuilds the Spec, and the build options, a run recorded.
@@ -311,12 +320,13 @@ func fromSource(b []byte) (*Spec, source, error) {
 		return nil, src, err
 	}
 	s.Path = src.Path
-	if len(src.MCPTools) > 0 {
-		s.mcpRecorded = src.MCPTools
-		s.Config.Tools = append(s.Config.Tools, src.MCPTools...)
-		if err := s.Config.Validate(); err != nil {
+	if len(src.MCPTools) > 0 || len(src.MCPUnavailable) > 0 {
+		rec := mcp.Record{Tools: src.MCPTools, OutputSchemas: src.MCPOutputSchemas, Unavailable: src.MCPUnavailable}
+		cfg, err := s.withMCP(rec)
+		if err != nil {
 			return nil, src, fmt.Errorf("%w: the run's recorded MCP tools: %v", ErrInvalid, err)
 		}
+		s.Config, s.mcpRecord = cfg, &rec
 	}
 	return s, src, nil
 }

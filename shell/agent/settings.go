@@ -94,7 +94,7 @@ func (d declared) Spec() core.Tool { return d.spec }
 // implementation without one, is an error.
 func (s *Spec) registry() (*shell.Registry, error) {
 	impls := map[string]shell.Tool{}
-	for _, impl := range s.impls {
+	for _, impl := range slices.Concat(s.impls, s.mcpImpls) {
 		impls[impl.Spec().Name] = impl
 	}
 	reg := shell.NewRegistry()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stepwise-agent/stepwise/core"
 	"github.com/stepwise-agent/stepwise/shell"
+	"github.com/stepwise-agent/stepwise/shell/models/openai"
 	"github.com/stepwise-agent/stepwise/shell/models/script"
 )
 
@@ -48,6 +49,9 @@ func (s *Spec) model(role string, m Model, models *core.Models, checkFiles bool)
 		if m.Retry != nil {
 			return keyErrorf("retry", "applies to provider openai only")
 		}
+		if m.Accepts != nil {
+			return keyErrorf("accepts", "applies to provider openai only")
+		}
 		if checkFiles {
 			path := s.Resolve(m.Script)
 			if _, err := script.Load(path); errors.Is(err, fs.ErrNotExist) {
@@ -61,6 +65,11 @@ func (s *Spec) model(role string, m Model, models *core.Models, checkFiles bool)
 	}
 	if _, err := duration(m.Timeout); err != nil {
 		return keyErrorf("timeout", "%v", err)
+	}
+	for _, k := range m.Accepts {
+		if k != openai.AcceptImage && k != openai.AcceptAudio {
+			return keyErrorf("accepts", "%q is not one of %q, %q", k, openai.AcceptImage, openai.AcceptAudio)
+		}
 	}
 	if m.MaxRetries < -1 {
 		return keyErrorf("max_retries", "%d is below -1 (-1 means no retries)", m.MaxRetries)

@@ -14,6 +14,12 @@ import (
 const (
 	DefaultTimeout     = 30 * time.Second
 	DefaultMaxRestarts = 2
+	// DefaultCancelGrace is how long a server has, after a call that timed
+	// out was cancelled, to show it is still responsive (a ping answered).
+	DefaultCancelGrace = 5 * time.Second
+	// DefaultMaxAttachmentBytes bounds one image or sound kept for the
+	// model; a larger one is only described, with its size.
+	DefaultMaxAttachmentBytes = 1 << 20
 )
 
 // Separator joins a server's name and a tool's name into the name the model
@@ -53,6 +59,20 @@ type ServerConfig struct {
 	// failure, over the manager's lifetime (0: DefaultMaxRestarts; negative:
 	// never).
 	MaxRestarts int
+	// CancelGrace bounds how long the server has to answer a ping after a
+	// call that timed out was cancelled; one that does not is stopped
+	// (0: DefaultCancelGrace).
+	CancelGrace time.Duration
+	// Roots are the file:// URIs the client offers the server as its roots.
+	// Without any, the client does not declare the roots capability.
+	Roots []string
+	// Optional makes the server's failure not the run's: when it cannot
+	// start, or dies with no restarts left, its tools are withdrawn and the
+	// model is told, instead of the manager failing (see Manager).
+	Optional bool
+	// MaxAttachmentBytes bounds one image or sound a call returns that is
+	// kept for the model (0: DefaultMaxAttachmentBytes).
+	MaxAttachmentBytes int
 }
 
 // Validate reports every problem with the config.
@@ -104,6 +124,17 @@ func (c ServerConfig) Validate() error {
 	if c.Timeout < 0 {
 		bad("timeout is negative")
 	}
+	if c.CancelGrace < 0 {
+		bad("cancel grace is negative")
+	}
+	if c.MaxAttachmentBytes < 0 {
+		bad("max attachment bytes is negative")
+	}
+	for _, r := range c.Roots {
+		if u, err := url.Parse(r); err != nil || u.Scheme != "file" || u.Path == "" {
+			bad("root %q must be a file:// URI with a path", r)
+		}
+	}
 	if len(errs) == 0 {
 		return nil
 	}
@@ -136,6 +167,24 @@ func (c ServerConfig) timeout() time.Duration {
 	}
 	return DefaultTimeout
 }
+
+func (c ServerConfig) cancelGrace() time.Duration {
+	if c.CancelGrace > 0 {
+		return c.CancelGrace
+	}
+	return DefaultCancelGrace
+}
+
+func (c ServerConfig) maxAttachment() int {
+	if c.MaxAttachmentBytes > 0 {
+		return c.MaxAttachmentBytes
+	}
+	return DefaultMaxAttachmentBytes
+}
+
+// CallBound is how long one call of the server's tools can take at most: its
+// timeout, then the grace its cancellation has.
+func (c ServerConfig) CallBound() time.Duration { return c.timeout() + c.cancelGrace() }
 
 func (c ServerConfig) maxRestarts() int {
 	switch {

@@ -94,7 +94,7 @@ func TestStdioEndToEnd(t *testing.T) {
 	t.Setenv("STEPWISE_MCP_SECRET", "leaked")
 	m, err := NewManager([]ServerConfig{{
 		Name: "srv", Command: bin, Env: map[string]string{"GREETING": "hi"},
-		Timeout: 300 * time.Millisecond,
+		Timeout: 300 * time.Millisecond, CancelGrace: 200 * time.Millisecond,
 	}}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -135,22 +135,39 @@ func TestStdioEndToEnd(t *testing.T) {
 	}
 	eventually(t, "reaped the crashed server", func() bool { return reaped(first) })
 
-	// A timeout is a tool error; the next call works, in a new process.
-	start := time.Now()
-	if res := run(t, tools["srv__sleep"], `{"ms":10000}`); !strings.Contains(res.Error, "timed out") {
-		t.Fatalf("sleep past the timeout = %+v", res)
+	// A timeout cancels the call: the server honours it (it counts the
+	// cancellation), answers a ping, and keeps running, its state intact.
+	for range 3 { // more timeouts than restarts allowed: none is used up
+		start := time.Now()
+		res := run(t, tools["srv__sleep"], `{"ms":10000}`)
+		if !strings.Contains(res.Error, "timed out after 300ms and was cancelled") || !strings.Contains(res.Error, "keeps running") {
+			t.Fatalf("sleep past the timeout = %+v", res)
+		}
+		if d := time.Since(start); d > 3*time.Second {
+			t.Fatalf("the timed-out call took %s", d)
+		}
 	}
-	if d := time.Since(start); d > 3*time.Second {
-		t.Fatalf("the timed-out call took %s", d)
+	// (The SDK sends notifications/cancelled without waiting for it.)
+	eventually(t, "the server saw 3 cancellations", func() bool { return run(t, tools["srv__cancellations"], `{}`).Output == "3" })
+	if p := pid(); p != second {
+		t.Fatalf("pid after timeouts is %d, want %d: the server was restarted", p, second)
+	}
+
+	// A call that ignores its cancellation and wedges the server: the ping
+	// goes unanswered, so the server is stopped, and the next call starts
+	// a new one.
+	res := run(t, tools["srv__stuck"], `{}`)
+	if !strings.Contains(res.Error, "did not answer a ping within 200ms after the cancellation, so it was stopped; it is restarted for the next call") {
+		t.Fatalf("stuck = %+v", res)
 	}
 	third := pid()
 	if third == second {
-		t.Fatalf("pid after a timeout is still %d", second)
+		t.Fatalf("pid after a stuck call is still %d", second)
 	}
-	eventually(t, "reaped the timed-out server", func() bool { return reaped(second) })
+	eventually(t, "reaped the stuck server", func() bool { return reaped(second) })
 
 	// Close leaves nothing behind: neither the server nor its children.
-	res := run(t, tools["srv__spawn"], `{}`)
+	res = run(t, tools["srv__spawn"], `{}`)
 	child, err := strconv.Atoi(res.Output)
 	if err != nil {
 		t.Fatalf("spawn = %+v", res)

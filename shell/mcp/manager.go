@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -42,6 +43,20 @@ type Options struct {
 	// of it before everything it started is killed (default
 	// DefaultShutdownTimeout).
 	ShutdownTimeout time.Duration
+	// Warn, when set, is told what goes wrong in the background: a tool
+	// list that changed but could not be listed again, a tool of a changed
+	// list that cannot be offered, an optional server given up.
+	Warn func(string)
+	// ProtocolVersion, when set, is the MCP protocol version offered to
+	// every server (default: the SDK's newest; servers negotiate down).
+	ProtocolVersion string
+}
+
+func (o Options) session() *mcp.ClientSessionOptions {
+	if o.ProtocolVersion == "" {
+		return nil
+	}
+	return &mcp.ClientSessionOptions{ProtocolVersion: o.ProtocolVersion}
 }
 
 func (o Options) startTimeout() time.Duration {
@@ -69,6 +84,11 @@ type Manager struct {
 	closing   sync.WaitGroup // sessions being closed in the background
 	closeOnce sync.Once
 	closeErr  error
+
+	version atomic.Uint64 // see Version
+	bgMu    sync.Mutex    // held to start background work, and by Close to stop it
+	bg      sync.WaitGroup
+	warned  map[string]bool // under bgMu: see warn
 }
 
 // NewManager validates the servers and returns their manager. Nothing starts
@@ -94,7 +114,8 @@ func NewManager(servers []ServerConfig, opts *Options) (*Manager, error) {
 // server's tools in its order. A tool that cannot be offered (a name the core
 // refuses, a schema it cannot check, allow-list names the server lacks) is
 // left out with a warning. A server that cannot be started or listed is an
-// error: the run would silently miss its tools.
+// error, the run would silently miss its tools, unless it is optional: then
+// it is given up, with a warning, and Record says so.
 func (m *Manager) Tools(ctx context.Context) (tools []shell.Tool, warnings []string, err error) {
 	type listing struct {
 		tools    []shell.Tool
@@ -110,13 +131,25 @@ func (m *Manager) Tools(ctx context.Context) (tools []shell.Tool, warnings []str
 	}
 	wg.Wait()
 	var errs []error
-	for _, l := range out {
+	for i, l := range out {
 		tools = append(tools, l.tools...)
 		warnings = append(warnings, l.warnings...)
-		if l.err != nil {
+		if l.err != nil && m.servers[i].giveUp(l.err) {
+			warnings = append(warnings, fmt.Sprintf("mcp server %s is unavailable, its tools are left out: %v", m.servers[i].cfg.Name, l.err))
+		} else if l.err != nil {
 			errs = append(errs, l.err)
 		}
 	}
+	m.bgMu.Lock()
+	for _, w := range warnings { // the caller shows these: a refresh does not again
+		if m.warned == nil {
+			m.warned = map[string]bool{}
+		}
+		if len(m.warned) < maxWarned {
+			m.warned[w] = true
+		}
+	}
+	m.bgMu.Unlock()
 	if err := errors.Join(errs...); err != nil {
 		return nil, warnings, err
 	}
@@ -136,7 +169,31 @@ func (s *server) tools(ctx context.Context) ([]shell.Tool, []string, error) {
 		}
 		return nil, nil, fmt.Errorf("mcp server %s: list tools: %w", s.cfg.Name, x.proc.withStderr(err))
 	}
-	var tools []shell.Tool
+	offered, warnings := s.offer(listed)
+	s.mu.Lock()
+	s.listed = offered
+	s.mu.Unlock()
+	tools := make([]shell.Tool, len(offered))
+	for i, t := range offered {
+		tools[i] = t
+	}
+	return tools, warnings, nil
+}
+
+// giveUp gives an optional server up (see giveUpLocked).
+func (s *server) giveUp(cause error) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	return s.giveUpLocked(whyNoStart, cause)
+}
+
+// offer turns a server's listing into the tools it offers, with a warning
+// for each tool left out.
+func (s *server) offer(listed []*mcp.Tool) ([]*tool, []string) {
+	var tools []*tool
 	var warnings []string
 	warn := func(format string, args ...any) {
 		warnings = append(warnings, fmt.Sprintf("mcp server %s: ", s.cfg.Name)+fmt.Sprintf(format, args...))
@@ -156,14 +213,24 @@ func (s *server) tools(ctx context.Context) ([]shell.Tool, []string, error) {
 			warn("tool %q skipped: %v", t.Name, err)
 			continue
 		}
-		tools = append(tools, &tool{spec: spec, remote: t.Name, srv: s})
+		mt := &tool{spec: spec, remote: t.Name, srv: s}
+		if t.OutputSchema != nil {
+			if raw, err := json.Marshal(t.OutputSchema); err != nil {
+				warn("tool %q: output schema: %v; its structured content is not checked", t.Name, err)
+			} else if mt.out, err = compileOutputSchema(raw); err != nil {
+				warn("tool %q: output schema: %v; its structured content is not checked", t.Name, err)
+			} else {
+				mt.outRaw = raw
+			}
+		}
+		tools = append(tools, mt)
 	}
 	for _, n := range s.cfg.Allow {
 		if !seen[n] {
 			warn("allow names tool %q, which the server does not offer", n)
 		}
 	}
-	return tools, warnings, nil
+	return tools, warnings
 }
 
 // list pages through tools/list, bounded by the start timeout.
@@ -228,36 +295,7 @@ func CheckSpec(spec core.Tool) error {
 	return nil
 }
 
-// Bind returns callable tools for specs recorded by an earlier Tools (see
-// ToolSpecs), without starting any server: resuming a run uses the tool list
-// it recorded, whatever the servers list now. Every spec must name a
-// configured server (NAME__TOOL) and a tool its allow/deny lists expose.
-func (m *Manager) Bind(specs []core.Tool) ([]shell.Tool, error) {
-	byName := make(map[string]*server, len(m.servers))
-	for _, s := range m.servers {
-		byName[s.cfg.Name] = s
-	}
-	var tools []shell.Tool
-	var errs []error
-	for _, spec := range specs {
-		srv, remote, ok := SplitToolName(spec.Name)
-		s := byName[srv]
-		switch {
-		case !ok || s == nil:
-			errs = append(errs, fmt.Errorf("tool %q: no configured mcp server for it", spec.Name))
-		case !s.cfg.exposes(remote):
-			errs = append(errs, fmt.Errorf("tool %q: mcp server %s does not expose %q", spec.Name, srv, remote))
-		default:
-			tools = append(tools, &tool{spec: spec, remote: remote, srv: s})
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	return tools, nil
-}
-
-// ToolSpecs returns the specs of tools, to record in a run.
+// ToolSpecs returns the specs of tools (Record is what a run records).
 func ToolSpecs(tools []shell.Tool) []core.Tool {
 	specs := make([]core.Tool, len(tools))
 	for i, t := range tools {
@@ -271,7 +309,10 @@ func ToolSpecs(tools []shell.Tool) []core.Tool {
 // be called more than once; later calls return the first one's result.
 func (m *Manager) Close() error {
 	m.closeOnce.Do(func() {
+		m.bgMu.Lock()
 		m.cancel()
+		m.bgMu.Unlock()
+		m.bg.Wait() // refreshes end: their context is done
 		errs := make([]error, len(m.servers))
 		var wg sync.WaitGroup
 		for i, s := range m.servers {

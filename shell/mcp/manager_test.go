@@ -201,19 +201,24 @@ func TestCalls(t *testing.T) {
 	}
 }
 
-func TestTimeoutRestarts(t *testing.T) {
-	m, ms := newMem(t, ServerConfig{Name: "t", Timeout: 50 * time.Millisecond})
+// A call that times out is cancelled, not the server killed: the server
+// stops the call, keeps its session, and timeouts use up no restarts.
+func TestTimeoutCancels(t *testing.T) {
+	m, ms := newMem(t, ServerConfig{Name: "t", Timeout: 50 * time.Millisecond, MaxRestarts: 1})
 	tools, _ := toolMap(t, m)
-	start := time.Now()
-	res := run(t, tools["t__sleep"], `{"ms":5000}`)
-	if !strings.Contains(res.Error, "timed out") || time.Since(start) > 2*time.Second {
-		t.Fatalf("sleep past the timeout = %+v after %s", res, time.Since(start))
+	for range 3 {
+		start := time.Now()
+		res := run(t, tools["t__sleep"], `{"ms":5000}`)
+		if !strings.Contains(res.Error, "timed out after 50ms and was cancelled") || !strings.Contains(res.Error, "keeps running") || !res.Transient || time.Since(start) > 2*time.Second {
+			t.Fatalf("sleep past the timeout = %+v after %s", res, time.Since(start))
+		}
 	}
+	eventually(t, "the server saw 3 cancellations", func() bool { return run(t, tools["t__cancellations"], `{}`).Output == "3" })
 	if res := run(t, tools["t__echo"], `{"text":"back"}`); res.Output != "back" {
-		t.Fatalf("echo after a timeout = %+v", res)
+		t.Fatalf("echo after timeouts = %+v", res)
 	}
-	if n := ms.starts.Load(); n != 2 {
-		t.Fatalf("starts = %d, want 2 (a restart after the timeout)", n)
+	if n := ms.starts.Load(); n != 1 {
+		t.Fatalf("starts = %d, want 1 (no restart after a timeout)", n)
 	}
 }
 
@@ -296,7 +301,7 @@ func TestLazyStartAndClose(t *testing.T) {
 		t.Fatalf("started %d servers before they were needed", n)
 	}
 	specs := []core.Tool{{Name: "t__echo", Mode: core.ModeMCP}}
-	tools, err := m.Bind(specs)
+	tools, err := m.Bind(Record{Tools: specs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +327,7 @@ func TestLazyStartAndClose(t *testing.T) {
 
 func TestBindErrors(t *testing.T) {
 	m, _ := newMem(t, ServerConfig{Name: "t", Deny: []string{"crash"}})
-	_, err := m.Bind([]core.Tool{{Name: "t__crash"}, {Name: "x__echo"}, {Name: "plain"}})
+	_, err := m.Bind(Record{Tools: []core.Tool{{Name: "t__crash"}, {Name: "x__echo"}, {Name: "plain"}}})
 	for _, want := range []string{`"t__crash": mcp server t does not expose "crash"`, `"x__echo": no configured mcp server`, `"plain": no configured`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Bind error %v does not contain %q", err, want)

@@ -4,14 +4,31 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os/exec"
+	"path"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/stepwise-agent/stepwise/shell"
 )
 
 // ErrClosed is returned (and reported in tool results) once the manager is closed.
 var ErrClosed = errors.New("mcp: manager is closed")
+
+// UnavailableError is a call's error once its optional server is
+// unavailable for good (see ServerConfig.Optional).
+type UnavailableError struct {
+	Server string
+	Cause  error
+}
+
+func (e *UnavailableError) Error() string {
+	return fmt.Sprintf("mcp server %s is unavailable, its tools are withdrawn: %v", e.Server, e.Cause)
+}
+
+func (e *UnavailableError) Unwrap() error { return e.Cause }
 
 // server is one configured server and its current session, if any.
 type server struct {
@@ -27,6 +44,19 @@ type server struct {
 	starts  int        // sessions started (or attempted) so far
 	lastErr error      // why the last session failed
 	closed  bool
+	// listed is the server's current tool list: nil until listed or
+	// bound, replaced when the server says it changed.
+	listed []*tool
+	// dead is why an optional server was given up, and deadWhy the short
+	// reason recorded (see giveUpLocked).
+	dead    error
+	deadWhy string
+
+	// refreshing serializes refreshes of the tool list.
+	refreshing sync.Mutex
+	// progress maps the progress token of each call under way to where its
+	// reports go.
+	progress sync.Map // string -> func(shell.ToolProgress)
 }
 
 // session is one connection to a server (one process, for a stdio server).
@@ -84,6 +114,13 @@ func (s *server) acquire(ctx context.Context) (*session, error) {
 			s.starts-- // the run was interrupted: not the server's failure
 		} else {
 			s.lastErr = err
+			why := whyNoStart
+			if s.starts > 1 {
+				why = whyNoRestart
+			}
+			if s.giveUpLocked(why, err) {
+				return nil, &UnavailableError{Server: s.cfg.Name, Cause: err}
+			}
 		}
 		return nil, err
 	}
@@ -109,6 +146,9 @@ func (s *server) currentLocked() (*session, error) {
 	if s.closed {
 		return nil, ErrClosed
 	}
+	if s.dead != nil {
+		return nil, &UnavailableError{Server: s.cfg.Name, Cause: s.dead}
+	}
 	return s.cur, nil
 }
 
@@ -123,8 +163,11 @@ func (s *server) connect(ctx context.Context) (*session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mcp server %s: %w", s.cfg.Name, err)
 	}
-	client := mcp.NewClient(&mcp.Implementation{Name: "stepwise", Version: "v1"}, nil)
-	cs, err := client.Connect(ctx, t, nil)
+	client := mcp.NewClient(&mcp.Implementation{Name: "stepwise", Version: "v1"}, s.clientOptions())
+	if len(s.cfg.Roots) > 0 {
+		client.AddRoots(roots(s.cfg.Roots)...) //nolint:staticcheck // deprecated in the newest protocol, still what servers read
+	}
+	cs, err := client.Connect(ctx, t, s.m.opts.session())
 	proc.started()
 	if err != nil {
 		// The SDK closed the session (and reaped the process) if it had one.
@@ -153,9 +196,48 @@ func (s *server) drop(x *session, cause error) string {
 		return "the servers are shutting down"
 	}
 	if s.starts > s.cfg.maxRestarts() {
+		if s.giveUpLocked(whyNoRetries, cause) {
+			return fmt.Sprintf("it is not restarted again (%d restarts allowed): the server is unavailable now and its tools are withdrawn", s.cfg.maxRestarts())
+		}
 		return fmt.Sprintf("it is not restarted again (%d restarts allowed)", s.cfg.maxRestarts())
 	}
 	return "it is restarted for the next call"
+}
+
+// clientOptions declare the roots capability only with roots to offer (a
+// server that trusts the roots it is given would otherwise get none), and
+// route list changes and progress to the server.
+func (s *server) clientOptions() *mcp.ClientOptions {
+	caps := &mcp.ClientCapabilities{}
+	if len(s.cfg.Roots) > 0 {
+		caps.RootsV2 = &mcp.RootCapabilities{} //nolint:staticcheck // see connect
+	}
+	return &mcp.ClientOptions{
+		Capabilities: caps,
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			s.m.background(s.refresh)
+		},
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			token, _ := req.Params.ProgressToken.(string)
+			if f, ok := s.progress.Load(token); ok {
+				f.(func(shell.ToolProgress))(shell.ToolProgress{Progress: req.Params.Progress, Total: req.Params.Total, Message: req.Params.Message})
+			}
+		},
+	}
+}
+
+// roots are the roots a client offers: the URIs given, each named by the
+// last element of its path.
+func roots(uris []string) []*mcp.Root {
+	out := make([]*mcp.Root, 0, len(uris))
+	for _, r := range uris {
+		name := r
+		if u, err := url.Parse(r); err == nil {
+			name = path.Base(u.Path)
+		}
+		out = append(out, &mcp.Root{URI: r, Name: name}) //nolint:staticcheck // see connect
+	}
+	return out
 }
 
 // shutdown marks the server closed and closes its session.

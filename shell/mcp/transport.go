@@ -74,7 +74,7 @@ func (m *Manager) transport(cfg ServerConfig) (mcp.Transport, *process, error) {
 	}
 	if cfg.URL != "" {
 		hc := &http.Client{Transport: &headerTransport{base: http.DefaultTransport, headers: cfg.Headers}}
-		return &mcp.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: hc, DisableStandaloneSSE: true}, nil, nil
+		return &mcp.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: hc}, nil, nil
 	}
 	cmd := exec.Command(cfg.Command, cfg.Args...)
 	cmd.Env = serverEnv(cfg.Env)

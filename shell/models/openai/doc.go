@@ -47,4 +47,15 @@
 // as the smallest positive float32, since go-openai omits zero. MaxTokens is
 // sent as max_tokens, or as max_completion_tokens for the reasoning models
 // that go-openai knows refuse max_tokens.
+//
+// Attachments (images and sounds tools returned, core.Attachment) are sent
+// only to a model declared to accept them (Options.Accepts): an image as an
+// image_url part holding a data URL (PNG, JPEG, GIF, WebP), a sound as an
+// input_audio part (WAV, MP3). A user message gets them after its text;
+// tool messages take text only, so the attachments of a run of tool
+// messages follow it in one user message, each introduced by the call it
+// came from. Any other model, and any other type, reads only the text
+// placeholder the tool's output holds: its request is exactly as without
+// attachments. go-openai has no input_audio part, so a stand-in part is
+// rewritten into one in the request body.
 package openai

@@ -66,6 +66,10 @@ type Options struct {
 	Rand func() float64
 	// Now is the clock Retry.MaxElapsed is measured by (default time.Now).
 	Now func() time.Time
+	// Accepts lists what the model takes besides text: AcceptImage,
+	// AcceptAudio. Attachments of those kinds are sent to it as content
+	// parts; others stay text placeholders (the default: none).
+	Accepts []string
 }
 
 // Provider is a shell.ModelProvider for one model at one OpenAI-compatible
@@ -77,6 +81,7 @@ type Provider struct {
 	keyEnv      string
 	temperature *float32
 	maxTokens   int
+	accepts     accepts
 }
 
 var _ shell.ModelProvider = (*Provider)(nil)
@@ -104,14 +109,18 @@ func New(opts Options) (*Provider, error) {
 		cfg = goopenai.DefaultConfig(key)
 		cfg.BaseURL = o.BaseURL
 	}
-	cfg.HTTPClient = &retryDoer{
+	acc, err := parseAccepts(o.Accepts)
+	if err != nil {
+		return nil, fmt.Errorf("openai: %w", err)
+	}
+	cfg.HTTPClient = audioParts{&retryDoer{
 		client:  o.HTTPClient,
 		policy:  o.Retry,
 		timeout: o.Timeout,
 		sleep:   o.Sleep,
 		rand:    o.Rand,
 		now:     o.Now,
-	}
+	}}
 	return &Provider{
 		client:      goopenai.NewClientWithConfig(cfg),
 		model:       o.Model,
@@ -119,6 +128,7 @@ func New(opts Options) (*Provider, error) {
 		keyEnv:      o.APIKeyEnv,
 		temperature: o.Temperature,
 		maxTokens:   o.MaxTokens,
+		accepts:     acc,
 	}, nil
 }
 

@@ -21,7 +21,7 @@ var emptyParameters = json.RawMessage(`{"type":"object","properties":{}}`)
 // chatRequest maps a ModelRequest onto the wire. Its errors wrap
 // shell.ErrModelPermanent: the same request would fail the same way again.
 func (p *Provider) chatRequest(req shell.ModelRequest) (goopenai.ChatCompletionRequest, error) {
-	msgs, err := toMessages(req.Messages)
+	msgs, err := toMessages(req.Messages, p.accepts)
 	if err != nil {
 		return goopenai.ChatCompletionRequest{}, permanentf("%v", err)
 	}
@@ -50,9 +50,17 @@ func (p *Provider) chatRequest(req shell.ModelRequest) (goopenai.ChatCompletionR
 	return creq, nil
 }
 
-func toMessages(in []core.Message) ([]goopenai.ChatCompletionMessage, error) {
+// toMessages maps the conversation onto the wire. The attachments a message
+// carries are sent as content parts when the model accepts them: in a user
+// message, after its text; from tool messages, which take text only, in a
+// user message after the run of tool messages.
+func toMessages(in []core.Message, acc accepts) ([]goopenai.ChatCompletionMessage, error) {
 	out := make([]goopenai.ChatCompletionMessage, 0, len(in))
+	var media toolMedia
 	for i, m := range in {
+		if m.Role != core.RoleTool {
+			out = media.flush(out)
+		}
 		w := goopenai.ChatCompletionMessage{Role: string(m.Role), Content: m.Content}
 		switch m.Role {
 		case core.RoleSystem:
@@ -81,9 +89,17 @@ func toMessages(in []core.Message) ([]goopenai.ChatCompletionMessage, error) {
 		if w.Content == "" && len(w.ToolCalls) == 0 {
 			w.Content = emptyContent
 		}
+		switch m.Role {
+		case core.RoleUser:
+			if parts := acc.parts(m.Attachments); len(parts) > 0 {
+				w = withParts(w, parts)
+			}
+		case core.RoleTool:
+			media.add(acc, m)
+		}
 		out = append(out, w)
 	}
-	return out, nil
+	return media.flush(out), nil
 }
 
 func toTools(in []core.Tool) []goopenai.Tool {
