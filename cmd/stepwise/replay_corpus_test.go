@@ -30,7 +30,7 @@ func inProcess(t *testing.T, args ...string) result {
 // answer, two divide by zero and answer. A changed agent that prefixes tool
 // errors ("error: ") changes the zero runs only, at step 3.
 type calcCorpus struct {
-	dir, db, runs string
+	dir, db, runs           string
 	agent, prefixed, prompt string
 	direct, ok, zero        []string
 }

@@ -153,4 +153,3 @@ func (o Outcome) Describe() string {
 	}
 	return b.String()
 }
-
