@@ -12,10 +12,6 @@ import (
 	"github.com/stepwise-agent/stepwise/shell/agenttest"
 )
 
-// exitUnreplayable is the exit code of replay --all/--runs and test when
-// some runs could not be replayed and none diverged or failed.
-const exitUnreplayable = 8
-
 // corpusRun is one run of a corpus report (replay --all/--runs, test), as
 // --json prints it.
 type corpusRun struct {

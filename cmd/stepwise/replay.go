@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"runtime"
 	"strings"
 
 	"github.com/stepwise-agent/stepwise/shell"
@@ -50,7 +49,7 @@ but some could not be replayed.`}
 		co.all = fs.Bool("all", false, "replay every run in the database that --filter selects")
 		co.runs = fs.String("runs", "", "replay the export files (*.json) in this directory, with no database")
 		fs.Var(&co.filters, "filter", "select runs: status=S,agent=NAME,since=24h|2026-11-01 (repeatable)")
-		co.parallel = fs.Int("parallel", runtime.GOMAXPROCS(0), "replay this many runs at once")
+		co.parallel = fs.Int("parallel", 0, "replay this many runs at once (default: one per CPU)")
 		co.junit = fs.String("junit", "", "also write the report as JUnit XML to this file")
 		co.cont = fs.Bool("continue", false, "run each diverged run on, live, from its divergence (new linked runs)")
 		co.script = fs.String("script", "", "with --continue: answer the new runs' model calls from this JSONL script")
@@ -69,7 +68,7 @@ but some could not be replayed.`}
 			fmt.Fprintf(e.stderr, "stepwise replay: give a RUN_ID, or --all, or --runs DIR\nusage: stepwise replay %s\n", c.args)
 			return exitUsage
 		}
-		if name, ok := co.corpusOnly(fs); ok {
+		if name, ok := corpusOnly(fs); ok {
 			fmt.Fprintf(e.stderr, "stepwise replay: --%s needs --all or --runs DIR\n", name)
 			return exitUsage
 		}
@@ -150,7 +149,7 @@ type corpusFlags struct {
 }
 
 // corpusOnly names a flag given that only --all and --runs take.
-func (co *corpusFlags) corpusOnly(fs *flag.FlagSet) (string, bool) {
+func corpusOnly(fs *flag.FlagSet) (string, bool) {
 	var set string
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {

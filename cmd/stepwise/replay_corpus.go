@@ -23,8 +23,8 @@ func (e *env) replayCorpus(c *command, db, agentFile string, asJSON bool, co cor
 		fmt.Fprintf(e.stderr, "stepwise replay: --all or --runs DIR, not both\n")
 		return exitUsage
 	}
-	if *co.parallel < 1 {
-		fmt.Fprintf(e.stderr, "stepwise replay: --parallel must be at least 1\n")
+	if *co.parallel < 0 {
+		fmt.Fprintf(e.stderr, "stepwise replay: --parallel must not be negative\n")
 		return exitUsage
 	}
 	if *co.script != "" && !*co.cont {

@@ -309,7 +309,7 @@ func TestReplayCorpusFiltersAndUsage(t *testing.T) {
 		{"replay", "--all", "--filter", "state=done", "--db", c.db},
 		{"replay", "--all", "--filter", "status=done", "--db", c.db},
 		{"replay", "--all", "--filter", "since=yesterday", "--db", c.db},
-		{"replay", "--all", "--parallel", "0", "--db", c.db},
+		{"replay", "--all", "--parallel", "-1", "--db", c.db},
 		{"replay", "--all", "--script", filepath.Join(c.dir, "cont.jsonl"), "--db", c.db},
 		{"replay", "--all", "--db", filepath.Join(c.dir, "none.db")},
 		{"replay", "--runs", filepath.Join(c.dir, "nowhere")},

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"runtime"
 	"time"
 
 	"github.com/stepwise-agent/stepwise/shell/agenttest"
@@ -34,13 +33,13 @@ could not be replayed, 2 for a bad expectation or agent file.`}
 		fs := e.flags(c)
 		asJSON := fs.Bool("json", false, "print the report as JSON")
 		junit := fs.String("junit", "", "also write the report as JUnit XML to this file")
-		parallel := fs.Int("parallel", runtime.GOMAXPROCS(0), "replay this many runs at once")
+		parallel := fs.Int("parallel", 0, "replay this many runs at once (default: one per CPU)")
 		pos, code := e.parse(c, fs, args, 1, 1)
 		if code >= 0 {
 			return code
 		}
-		if *parallel < 1 {
-			fmt.Fprintf(e.stderr, "stepwise test: --parallel must be at least 1\n")
+		if *parallel < 0 {
+			fmt.Fprintf(e.stderr, "stepwise test: --parallel must not be negative\n")
 			return exitUsage
 		}
 		cases, err := agenttest.LoadDir(pos[0])

@@ -138,18 +138,3 @@ func Run(t TB, dir string) []Outcome {
 	}
 	return out
 }
-
-// Describe is the outcome as one line per failure, each naming the run.
-func (o Outcome) Describe() string {
-	if o.Passed() {
-		return fmt.Sprintf("%s: ok", o.Name)
-	}
-	var b strings.Builder
-	for i, f := range o.Failures {
-		if i > 0 {
-			b.WriteByte('\n')
-		}
-		fmt.Fprintf(&b, "%s: %s", o.Name, f)
-	}
-	return b.String()
-}
