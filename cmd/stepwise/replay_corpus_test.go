@@ -288,9 +288,11 @@ func TestReplayCorpusFiltersAndUsage(t *testing.T) {
 	}
 	// From files, the filter's leftovers are counted as skipped; --agent
 	// selects the runs of its agent's name.
-	r = inProcess(t, "replay", "--runs", c.runs, "--filter", "agent=other", "--json")
-	if rep := decodeCorpus(t, r); rep.Summary.Runs != 0 || rep.Summary.Skipped != 6 {
-		t.Fatalf("report %+v", rep)
+	for _, f := range []string{"agent=other", "since=2099-01-01", "status=failed"} {
+		r = inProcess(t, "replay", "--runs", c.runs, "--filter", f, "--json")
+		if rep := decodeCorpus(t, r); rep.Summary.Runs != 0 || rep.Summary.Skipped != 6 {
+			t.Fatalf("--filter %s: report %+v", f, rep)
+		}
 	}
 	renamed := filepath.Join(c.dir, "renamed.toml")
 	text, _ := os.ReadFile(c.agent)
