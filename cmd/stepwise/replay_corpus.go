@@ -52,7 +52,7 @@ func (e *env) replayCorpus(c *command, db, agentFile string, asJSON bool, co cor
 	}
 	var recs []agenttest.Recording
 	var st store.Store
-	ctx := context.Background()
+	var ctx context.Context
 	opts := agenttest.Options{Parallel: *co.parallel}
 	if *co.all || *co.cont {
 		// --all reads the database; --continue writes the new runs to it.
