@@ -39,7 +39,7 @@ names; read them side by side with stepwise show. They go to --db (with --runs,
 created when missing, and the diverged originals are imported into it first).
 
 Exit 0 when every run is identical, 1 when any diverged, 8 when none diverged
-but some could not be replayed.`}
+but some could not be replayed, 4 when interrupted (SIGINT, SIGTERM).`}
 	c.run = func(e *env, args []string) int {
 		fs := e.flags(c)
 		db := e.dbFlag(fs)

@@ -115,6 +115,10 @@ func (e *env) replayCorpus(c *command, db, agentFile string, asJSON bool, co cor
 			return exitInternal
 		}
 	}
+	if err := context.Cause(ctx); err != nil {
+		fmt.Fprintf(e.stderr, "stepwise replay: %v; the runs not reached are reported as not replayed\n", err)
+		return exitInterrupted
+	}
 	return rep.exitCode()
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -28,7 +29,7 @@ error (it could not be replayed), then a summary. --junit FILE also writes JUnit
 XML. The same checks run from go test with the package shell/agenttest.
 
 Exit 0 when every run passed, 1 when any failed, 8 when none failed but some
-could not be replayed, 2 for a bad expectation or agent file.`}
+could not be replayed, 2 for a bad expectation or agent file, 4 when interrupted.`}
 	c.run = func(e *env, args []string) int {
 		fs := e.flags(c)
 		asJSON := fs.Bool("json", false, "print the report as JSON")
@@ -79,6 +80,10 @@ could not be replayed, 2 for a bad expectation or agent file.`}
 				fmt.Fprintf(e.stderr, "stepwise test: --junit: %v\n", err)
 				return exitInternal
 			}
+		}
+		if err := context.Cause(ctx); err != nil {
+			fmt.Fprintf(e.stderr, "stepwise test: %v; the runs not reached are reported as not replayed\n", err)
+			return exitInterrupted
 		}
 		return rep.exitCode()
 	}

@@ -3,6 +3,7 @@ package agenttest_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -258,6 +259,15 @@ func TestReplayFromAStore(t *testing.T) {
 	if one != many || strings.Count(one, " identical ") != 4 || !strings.Contains(one, "bad-prompt diverged 1 at 1") ||
 		!strings.Contains(one, "bad-loop-limit diverged 6 at 6") {
 		t.Fatalf("parallel 1:\n%sparallel 4:\n%s", one, many)
+	}
+	// A corpus whose context ends reports the runs not reached as not
+	// replayed, with the context's error.
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	for _, r := range agenttest.Replay(cancelled, all, agenttest.Options{Store: db}) {
+		if r.Verdict != agenttest.Unreplayable || !errors.Is(r.Err, context.Canceled) {
+			t.Fatalf("after cancel: %+v", r)
+		}
 	}
 	// A run that is not there could not be replayed; the others still are.
 	res := agenttest.Replay(ctx, append(all[:1:1], agenttest.Recording{RunID: "missing"}), agenttest.Options{Store: db})
