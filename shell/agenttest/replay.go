@@ -58,8 +58,9 @@ type Result struct {
 	Divergence *shell.Divergence
 	// Err says why the run could not be replayed, for Unreplayable.
 	Err error
-	// Final is the run's last recorded state, for a run read from a file.
-	Final *core.State
+	// ToolsUsed are the tools the run used as its last recorded state
+	// lists them, for a run read from a file (nil otherwise).
+	ToolsUsed []string
 	// Elapsed is how long reading and replaying the run took.
 	Elapsed time.Duration
 	// Continued is set by an Options.Then that continued the run (the
@@ -149,7 +150,7 @@ func replayOne(ctx context.Context, rec Recording, opts *Options, agents *record
 			return res
 		}
 		src, id, res.Run = f, f.Info.ID, f.Info
-		res.Final = &f.Records[len(f.Records)-1].State
+		res.ToolsUsed = nonNil(f.Records[len(f.Records)-1].State.ToolsUsed)
 		changesOf = func() ([]store.AgentChange, error) { return f.Changes, nil }
 	case opts.Store != nil:
 		info, err := opts.Store.Run(ctx, id)
@@ -235,4 +236,11 @@ func (a *recordedAgents) config(source []byte) (core.Config, error) {
 	a.parsed[string(source)] = p
 	a.mu.Unlock()
 	return p.cfg, p.err
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }
