@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/stepwise-agent/stepwise/core"
 	"github.com/stepwise-agent/stepwise/store"
@@ -19,6 +20,12 @@ type Divergence struct {
 	// Detail says what differs when the two render alike (a message's text,
 	// a counter in the state).
 	Detail string
+	// From is the replayed state the divergent step was decided from (the
+	// state of step Seq-1, or the new agent's first state), and Result the
+	// recorded result that step folded in (nil when none): where a
+	// counterfactual continuation starts (Runner.Continue).
+	From   core.State
+	Result core.Result
 }
 
 // ReplayReport is the outcome of a replay.
@@ -32,6 +39,13 @@ type ReplayReport struct {
 // errStop ends the iteration over steps at the first divergence.
 var errStop = errors.New("stop")
 
+// RunReader is what a replay reads of recorded runs: a Store, or a run read
+// from its export file (store/runfile.File).
+type RunReader interface {
+	Run(ctx context.Context, runID string) (store.RunInfo, error)
+	Steps(ctx context.Context, runID string, fn func(store.StepRecord) error) error
+}
+
 // ConfigFrom is an agent change of a recorded run: from the step after Seq
 // on, the core follows Config.
 type ConfigFrom struct {
@@ -42,14 +56,14 @@ type ConfigFrom struct {
 // Replay re-drives the core over a recorded run with cfg, feeding it the
 // recorded results, without calling any model or tool, and compares every
 // action (and its continuation state) with the recording, byte for byte.
-func Replay(ctx context.Context, st Store, runID string, cfg core.Config) (ReplayReport, error) {
+func Replay(ctx context.Context, st RunReader, runID string, cfg core.Config) (ReplayReport, error) {
 	return ReplayChanges(ctx, st, runID, cfg, nil)
 }
 
 // ReplayChanges is Replay of a run whose agent changed while it ran: cfg
 // drives it from its start, and each change from the step after its Seq
 // on (store.AgentChanges, in order).
-func ReplayChanges(ctx context.Context, st Store, runID string, cfg core.Config, changes []ConfigFrom) (ReplayReport, error) {
+func ReplayChanges(ctx context.Context, st RunReader, runID string, cfg core.Config, changes []ConfigFrom) (ReplayReport, error) {
 	start := cfg
 	rep := ReplayReport{RunID: runID}
 	info, err := st.Run(ctx, runID)
@@ -80,8 +94,9 @@ func ReplayChanges(ctx context.Context, st Store, runID string, cfg core.Config,
 				cfg = ch.Config
 			}
 		}
+		from := cur
 		diverge := func(replayed string) error {
-			rep.Diverged = &Divergence{Seq: rec.Seq, Recorded: core.DescribeAction(rec.Action), Replayed: replayed}
+			rep.Diverged = &Divergence{Seq: rec.Seq, Recorded: core.DescribeAction(rec.Action), Replayed: replayed, From: from, Result: rec.Result}
 			return errStop
 		}
 		if rec.Result != nil {
@@ -154,4 +169,51 @@ func difference(recorded, replayed core.Action) string {
 	}
 	return fmt.Sprintf("the continuation state differs:\n  recorded: %s\n  replayed: %s",
 		core.DescribeState(recorded.Next()), core.DescribeState(replayed.Next()))
+}
+
+// ErrNoContinuation reports a divergence no run can continue from: the
+// changed agent refuses the run's start.
+var ErrNoContinuation = errors.New("nothing to continue from")
+
+// Continue starts a counterfactual continuation of run runID from the
+// divergence d a replay found, and drives it live with ag (the changed
+// agent), until it ends, pauses, stalls or ctx ends, as Fork does. The new
+// run is a fork of runID at step d.Seq-1 whose first state is d.From, the
+// replayed state the divergent step was decided from. The result the
+// recording folded in there (d.Result) is folded in by ag as it would be
+// now; when it no longer fits, that request is performed again, live. So
+// the new run's first decision is the divergent one, and the rest is what
+// the changed agent does from there. The new run records ag.Source as its
+// agent.
+func (r *Runner) Continue(ctx context.Context, ag *Agent, runID string, d Divergence) (Outcome, error) {
+	if err := r.check(ag); err != nil {
+		return Outcome{}, err
+	}
+	if d.Seq < 1 {
+		return Outcome{}, fmt.Errorf("continue %s: %w: the agent refuses the run's start (%s)", runID, ErrNoContinuation, d.Replayed)
+	}
+	info, err := r.store.Run(ctx, runID)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("continue %s: %w", runID, err)
+	}
+	cur := &cursor{id: r.opts.NewID(), st: d.From}
+	if d.Result != nil {
+		res := NewRedactor(ag.Secrets).Result(core.Sanitize(d.Result))
+		if next, err := core.Resume(ag.Config, d.From, res); err == nil {
+			cur.st, cur.result = next, res
+		}
+	}
+	source := ag.Source
+	if source == nil {
+		source = info.Config
+	}
+	acquired := time.Now()
+	l, err := r.store.CreateRun(ctx, store.NewRun{
+		ID: cur.id, Agent: ag.Config.Name, ConfigHash: core.ConfigHash(ag.Config), Config: source,
+		Input: info.Input, Initial: d.From, ParentID: runID, ParentStep: d.Seq - 1, Owner: r.opts.Owner, LeaseTTL: r.opts.LeaseTTL,
+	})
+	if err != nil {
+		return Outcome{}, fmt.Errorf("create continuation of %s: %w", runID, err)
+	}
+	return r.driveHeld(ctx, ag, cur, l, acquired)
 }

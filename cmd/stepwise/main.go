@@ -25,6 +25,9 @@ const (
 	exitInternal    = 5
 	exitBusy        = 6
 	exitStalled     = 7
+	// exitUnreplayable: replay --all/--runs and test found runs that could
+	// not be replayed, and none that diverged or failed.
+	exitUnreplayable = 8
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -104,6 +107,8 @@ const exitCodesHelp = `Exit codes:
      its pause (retry later, or pass --wait DURATION)
   7  the run stalled: a model or tool stayed unavailable past its retry policy, or
      an in-doubt call waits for you (resume it later, or with --agent FILE)
+  8  replay --all/--runs, test: some runs could not be replayed, and none
+     diverged or failed
 `
 
 func (e *env) usage(w io.Writer) {

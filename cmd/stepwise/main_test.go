@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/stepwise-agent/stepwise/shell/agenttest"
 )
 
 // binary is the stepwise CLI built once for the end-to-end tests;
@@ -232,7 +234,8 @@ func TestExportImportRoundTrip(t *testing.T) {
 }
 
 // TestRecordedRuns replays every run under testdata/runs: good recordings
-// must match; bad-* recordings must diverge at the step in their .step file.
+// must match; bad-* recordings must diverge at the step their expectation
+// file's diverges_at says.
 func TestRecordedRuns(t *testing.T) {
 	files, _ := filepath.Glob("../../testdata/runs/*.json")
 	if len(files) < 6 {
@@ -251,11 +254,11 @@ func TestRecordedRuns(t *testing.T) {
 				return
 			}
 			want(t, rep, exitFailed)
-			step, err := os.ReadFile(strings.TrimSuffix(f, ".json") + ".step")
-			if err != nil {
-				t.Fatal(err)
+			x, err := agenttest.ReadExpect(strings.TrimSuffix(f, ".json") + agenttest.ExpectSuffix)
+			if err != nil || x.DivergesAt == nil {
+				t.Fatalf("a bad-* recording needs diverges_at in its expectation file: %v", err)
 			}
-			if w := fmt.Sprintf("diverges at step %s:", strings.TrimSpace(string(step))); !strings.Contains(rep.stdout, w) {
+			if w := fmt.Sprintf("diverges at step %d:", *x.DivergesAt); !strings.Contains(rep.stdout, w) {
 				t.Fatalf("want %q, got:\n%s", w, rep.stdout)
 			}
 		})

@@ -16,7 +16,7 @@ import (
 )
 
 // inProcess runs the CLI in this process with db as its database.
-func inProcess(t *testing.T, db string, args ...string) result {
+func inProcessDB(t *testing.T, db string, args ...string) result {
 	t.Helper()
 	var out, errb bytes.Buffer
 	e := &env{stdin: strings.NewReader(""), stdout: &out, stderr: &errb, getenv: func(k string) string {
@@ -57,7 +57,7 @@ description = "Search the web."
 parameters = '''{"type": "object", "properties": {"query": {"type": "string"}, "safe": {"type": "boolean", "default": "false", "description": "filter results"}}, "required": ["query"]}'''
 `)
 	db := filepath.Join(dir, "t.db")
-	r := inProcess(t, db, "validate", path)
+	r := inProcessDB(t, db, "validate", path)
 	want(t, r, 0, "validate")
 	warning := path + `: warning: tool "search": parameters: properties.safe: default "false" is ignored: it does not fit the schema (expected a boolean, found the string "false")` + "\n"
 	if r.stderr != warning {
@@ -66,7 +66,7 @@ parameters = '''{"type": "object", "properties": {"query": {"type": "string"}, "
 	if !strings.Contains(r.stdout, `: ok (agent "searcher", format fenced, 1 tools`) {
 		t.Errorf("stdout: %q", r.stdout)
 	}
-	tl := inProcess(t, db, "tools", path)
+	tl := inProcessDB(t, db, "tools", path)
 	want(t, tl, 0, "tools")
 	if tl.stderr != warning || !strings.Contains(tl.stdout, "  - safe (boolean, optional): filter results\n") || strings.Contains(tl.stdout, "default: \"false\"") {
 		t.Errorf("tools:\nstdout: %s\nstderr: %s", tl.stdout, tl.stderr)
@@ -101,7 +101,7 @@ summary = { items = 3, item_chars = 20, max_bytes = 900 }
 parameters = '''{"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}'''
 `)
 	db := filepath.Join(dir, "t.db")
-	r := inProcess(t, db, "run", path, "Search for solar panels", "--json")
+	r := inProcessDB(t, db, "run", path, "Search for solar panels", "--json")
 	want(t, r, exitCompleted, "run")
 	var o outcome
 	if err := json.Unmarshal([]byte(r.stdout), &o); err != nil || o.Answer != "Found 40 results." {
@@ -137,7 +137,7 @@ parameters = '''{"type": "object", "properties": {"query": {"type": "string"}}, 
 	if !seen {
 		t.Errorf("no message reads %q in:\n%s", line, describeMessages(last.Messages))
 	}
-	want(t, inProcess(t, db, "replay", o.RunID), 0, "replay")
+	want(t, inProcessDB(t, db, "replay", o.RunID), 0, "replay")
 }
 
 func describeMessages(msgs []core.Message) string {
