@@ -1,5 +1,7 @@
 package agent
 
+import "github.com/stepwise-agent/stepwise/core"
+
 // File is the TOML shape of an agent file.
 type File struct {
 	Name         string           `toml:"name"`
@@ -13,6 +15,10 @@ type File struct {
 	Run          Run              `toml:"run"`
 	Tools        []ToolTable      `toml:"tools"`
 	MCP          []MCPServer      `toml:"mcp"`
+	// The run-limit policies (policies.go).
+	Collaboration *Collaboration `toml:"collaboration"`
+	Cycles        *Cycles        `toml:"cycles"`
+	Budget        Budget         `toml:"budget"`
 }
 
 // Model configures one model role.
@@ -28,6 +34,9 @@ type Model struct {
 	Script      string   `toml:"script"`
 	// Retry is the [models.ROLE.retry] table (provider openai).
 	Retry *Retry `toml:"retry"`
+	// Prices per million tokens, for [budget] max_cost (policies.go).
+	InputPricePerMillion  *float64 `toml:"input_price_per_million"`
+	OutputPricePerMillion *float64 `toml:"output_price_per_million"`
 }
 
 // Retry is a retry table: [models.ROLE.retry], or a tool table's retry key.
@@ -52,6 +61,7 @@ type Limits struct {
 	MaxEscalations  int `toml:"max_escalations"`
 	ToolResultBytes int `toml:"tool_result_bytes"`
 	MaxStateBytes   int `toml:"max_state_bytes"`
+	MaxTurns        int `toml:"max_turns"`
 }
 
 // Policy mirrors core.Policy.
@@ -61,6 +71,10 @@ type Policy struct {
 	RejectUnknownArgs bool   `toml:"reject_unknown_args"`
 	NoCorrections     bool   `toml:"no_corrections"`
 	ErrorPrefix       string `toml:"error_prefix"`
+	// OnMaxTurns is fail (the default) or answer; Citations is sources,
+	// tags or both.
+	OnMaxTurns core.LimitPolicy `toml:"on_max_turns"`
+	Citations  core.Citations   `toml:"citations"`
 }
 
 // Memory mirrors core.Memory.
