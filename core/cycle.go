@@ -56,8 +56,10 @@ type CallLog struct {
 	Warned bool `cbor:"4,keyasint,omitempty"`
 }
 
-func (c Cycles) period() int  { return min(pick(c.MaxPeriod, DefaultCyclePeriod), maxCyclePeriod) }
-func (c Cycles) repeats() int { return min(max(pick(c.Repeats, DefaultCycleRepeats), 2), maxCycleRepeats) }
+func (c Cycles) period() int { return min(pick(c.MaxPeriod, DefaultCyclePeriod), maxCyclePeriod) }
+func (c Cycles) repeats() int {
+	return min(max(pick(c.Repeats, DefaultCycleRepeats), 2), maxCycleRepeats)
+}
 
 func (c Cycles) errors() []string {
 	var errs []string

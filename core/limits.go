@@ -20,7 +20,7 @@ const (
 
 // finalRequest is what the model reads when its turns are used up under
 // LimitAnswer.
-const finalRequest = "You have used all %d of your turns. Do not call any tool: reply now with your final answer, " +
+const finalRequest = "You have used all your turns (%d). Do not call any tool: reply now with your final answer, " +
 	"using what you have learned so far. If you could not finish, say what you found and what is missing."
 
 // beforeModelCall checks the budgets and the turn limit before a model
@@ -35,7 +35,7 @@ func beforeModelCall(cfg Config, st State) (State, bool) {
 		return st, false
 	}
 	if cfg.Policy.OnMaxTurns != LimitAnswer {
-		return failed(st, FailMaxTurns, fmt.Sprintf("the run reached its limit of %d model turns without an answer", n)), true
+		return failed(st, FailMaxTurns, fmt.Sprintf("the run used its %s (max_turns) without an answer", plural(n, "model turn"))), true
 	}
 	st = appendMessages(st, Message{Role: RoleUser, Content: fmt.Sprintf(finalRequest, n)})
 	st.Phase = PhaseFinal
@@ -57,7 +57,7 @@ func resumeFinal(cfg Config, st State, r ModelReply) State {
 	// Native calls are left out of the log: nothing will answer them.
 	st = appendMessages(st, Message{Role: RoleAssistant, Content: r.Text})
 	if text = strings.TrimSpace(text); text == "" {
-		return failed(st, FailMaxTurns, fmt.Sprintf("the run reached its limit of %d model turns, and the model's final reply had no answer", cfg.Limits.MaxTurns))
+		return failed(st, FailMaxTurns, fmt.Sprintf("the run used its %s (max_turns), and the model's final reply had no answer", plural(cfg.Limits.MaxTurns, "model turn")))
 	}
 	return complete(cfg, st, text)
 }
@@ -114,3 +114,4 @@ func admitTurn(cfg Config, st State, msg Message, calls []ToolCall) (State, bool
 	}
 	return countCalls(cfg, st, len(calls)), true
 }
+

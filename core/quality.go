@@ -221,7 +221,10 @@ func stuckNow(cfg Config, st State) bool {
 
 func lowReason(cfg Config, st State, q Quality) string {
 	t := cfg.Collaboration.threshold()
-	return fmt.Sprintf("the model's last %d replies scored below %d.%02d (the last: %s)", st.Counters.LowQuality, t/100, t%100, q)
+	if n := st.Counters.LowQuality; n > 1 {
+		return fmt.Sprintf("the model's last %d replies scored below %d.%02d (the last: %s)", n, t/100, t%100, q)
+	}
+	return fmt.Sprintf("the model's reply scored %s, below %d.%02d", q, t/100, t%100)
 }
 
 // collaborateOnAnswer decides on a final answer under Collaboration. It
