@@ -114,4 +114,3 @@ func admitTurn(cfg Config, st State, msg Message, calls []ToolCall) (State, bool
 	}
 	return countCalls(cfg, st, len(calls)), true
 }
-
