@@ -40,7 +40,6 @@ func TestScoreReply(t *testing.T) {
 	}
 }
 
-
 // A reply scoring exactly the threshold is not low quality.
 func TestJudgeAtTheThreshold(t *testing.T) {
 	for _, c := range []struct {
