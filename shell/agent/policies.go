@@ -37,6 +37,16 @@ type Budget struct {
 // policies converts the run-limit policies' tables into cfg, whose models
 // are already set; at makes an error at a key's line.
 func policies(f File, cfg *core.Config, at func(path, format string, args ...any) error) error {
+	switch f.Policy.OnMaxTurns {
+	case "", core.LimitFail, core.LimitAnswer:
+	default:
+		return at("policy.on_max_turns", "policy.on_max_turns %q is not one of fail, answer", f.Policy.OnMaxTurns)
+	}
+	switch f.Policy.Citations {
+	case core.CiteNone, core.CiteSources, core.CiteTags, core.CiteBoth:
+	default:
+		return at("policy.citations", "policy.citations %q is not one of sources, tags, both", f.Policy.Citations)
+	}
 	for _, role := range []string{"primary", "helper"} {
 		m, ok := f.Models[role]
 		if !ok {
