@@ -129,8 +129,8 @@ func screenCycle(cfg Config, st State, msg Message, calls []ToolCall) (State, bo
 		return st, true
 	}
 	var seq []string
-	if st.Calls != nil {
-		seq = append(seq, st.Calls.Calls...)
+	if st.Recent != nil {
+		seq = append(seq, st.Recent.Calls...)
 	}
 	for _, c := range calls {
 		seq = append(seq, logEntry(c))
@@ -140,7 +140,7 @@ func screenCycle(cfg Config, st State, msg Message, calls []ToolCall) (State, bo
 		}
 		cycle := cycleText(seq[len(seq)-p:])
 		k := cfg.Cycles.repeats()
-		if st.Calls != nil && st.Calls.Warned {
+		if st.Recent != nil && st.Recent.Warned {
 			return failed(st, FailCycle, fmt.Sprintf("the model went round a cycle of %d calls (%s) %d times in a row, after it had been told", p, cycle, k)), false
 		}
 		st = warned(st)
@@ -171,7 +171,7 @@ func logCalls(cfg Config, st State, calls []ToolCall) State {
 		entries = append(entries, logEntry(c))
 	}
 	log.Calls = entries[max(0, len(entries)-cfg.logSize()):]
-	st.Calls = &log
+	st.Recent = &log
 	return st
 }
 
@@ -193,7 +193,7 @@ func afterTurn(cfg Config, st State, turn *Turn) State {
 		outcomes = append(outcomes, o)
 	}
 	log.Outcomes = outcomes[max(0, len(outcomes)-cfg.logSize()):]
-	st.Calls = &log
+	st.Recent = &log
 	n := cfg.Cycles.NoProgress
 	if n <= 0 || log.Stale < n {
 		return st
@@ -209,16 +209,16 @@ func afterTurn(cfg Config, st State, turn *Turn) State {
 }
 
 func (st State) callLog() CallLog {
-	if st.Calls == nil {
+	if st.Recent == nil {
 		return CallLog{}
 	}
-	return *st.Calls
+	return *st.Recent
 }
 
 func warned(st State) State {
 	log := st.callLog()
 	log.Warned = true
-	st.Calls = &log
+	st.Recent = &log
 	return st
 }
 

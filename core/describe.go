@@ -145,7 +145,7 @@ func DescribeState(st State) string {
 	if st.Counters.Cost > 0 {
 		fmt.Fprintf(&b, " cost=%s", FormatCost(st.Counters.Cost))
 	}
-	if st.Calls != nil && st.Calls.Warned {
+	if st.Recent != nil && st.Recent.Warned {
 		b.WriteString(" warned")
 	}
 	if len(st.ToolsUsed) > 0 {

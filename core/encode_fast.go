@@ -224,8 +224,8 @@ func appendState(dst []byte, st *State) []byte {
 	if st.Escalation != "" {
 		dst = appendText(f.key(dst, 12), st.Escalation)
 	}
-	if st.Calls != nil {
-		dst = appendCallLog(f.key(dst, 13), st.Calls)
+	if st.Recent != nil {
+		dst = appendCallLog(f.key(dst, 13), st.Recent)
 	}
 	return f.close(dst)
 }

@@ -183,7 +183,7 @@ func genState(text *rapid.Generator[string]) *rapid.Generator[State] {
 			Answer:     text.Draw(t, "answer"),
 			Failure:    genPtr(genFailure(text)).Draw(t, "failure"),
 			Escalation: text.Draw(t, "escalation"),
-			Calls:      genPtr(genCallLog(text)).Draw(t, "call-log"),
+			Recent:     genPtr(genCallLog(text)).Draw(t, "call-log"),
 		}
 	})
 }

@@ -119,7 +119,7 @@ func stateSize(st *State) int {
 	if len(st.Sources) > 0 {
 		n += stringsSize(st.Sources)
 	}
-	if l := st.Calls; l != nil {
+	if l := st.Recent; l != nil {
 		n += 2 + stringsSize(l.Calls) + stringsSize(l.Outcomes) + intField + boolField
 	}
 	if fl := st.Failure; fl != nil {

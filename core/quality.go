@@ -200,8 +200,8 @@ func previousReply(st State) *Message {
 // the reply is low.
 func judge(cfg Config, st State, usable bool, calls []ToolCall) (State, Quality, bool) {
 	var recent []string
-	if st.Calls != nil {
-		recent = st.Calls.Calls
+	if st.Recent != nil {
+		recent = st.Recent.Calls
 	}
 	msg := st.Messages[len(st.Messages)-1]
 	q := ScoreReply(msg, previousReply(st), usable, calls, recent)

@@ -87,9 +87,9 @@ type State struct {
 	Failure *Failure `cbor:"11,keyasint,omitempty"`
 	// Escalation is why the helper is being asked (PhaseEscalate).
 	Escalation string `cbor:"12,keyasint,omitempty"`
-	// Calls remembers the run's recent calls for cycle and progress
+	// Recent remembers the run's recent calls for cycle and progress
 	// detection; nil unless the agent has Cycles or Collaboration (cycle.go).
-	Calls *CallLog `cbor:"13,keyasint,omitempty"`
+	Recent *CallLog `cbor:"13,keyasint,omitempty"`
 }
 
 // Counters are the run's running totals, used by the limits.
