@@ -48,6 +48,12 @@ type Config struct {
 	// Summary shapes what the model reads of every tool's results (a tool's
 	// own Summary replaces it). Zero: results are only cut to their byte cap.
 	Summary Summary `json:"summary,omitzero"`
+	// Collaboration turns on stuck detection by reply quality (quality.go).
+	Collaboration *Collaboration `json:"collaboration,omitempty"`
+	// Cycles turns on cycle detection beyond identical repeats (cycle.go).
+	Cycles *Cycles `json:"cycles,omitempty"`
+	// Budget bounds what a run may spend (budget.go).
+	Budget Budget `json:"budget,omitzero"`
 }
 
 // Models names the model roles. Helper is optional; without it the agent
@@ -55,6 +61,10 @@ type Config struct {
 type Models struct {
 	Primary string `json:"primary"`
 	Helper  string `json:"helper,omitempty"`
+	// PrimaryPrice and HelperPrice are what each role's tokens cost, for
+	// Budget.MaxCost (see Price).
+	PrimaryPrice Price `json:"primary_price,omitzero"`
+	HelperPrice  Price `json:"helper_price,omitzero"`
 }
 
 // Tool is one tool the model may call.
@@ -94,6 +104,9 @@ type Limits struct {
 	MaxEscalations  int `json:"max_escalations,omitempty"`
 	ToolResultBytes int `json:"tool_result_bytes,omitempty"`
 	MaxStateBytes   int `json:"max_state_bytes,omitempty"`
+	// MaxTurns bounds the calls to the primary model (0: no bound but
+	// MaxSteps); Policy.OnMaxTurns says what happens when it is reached.
+	MaxTurns int `json:"max_turns,omitempty"`
 }
 
 // Policy holds the behavioural switches.
@@ -110,6 +123,10 @@ type Policy struct {
 	// model reads (for example "error: "). Empty by default: the model reads
 	// the tool's error text exactly as the tool gave it.
 	ErrorPrefix string `json:"error_prefix,omitempty"`
+	// OnMaxTurns is what happens when Limits.MaxTurns is reached (limits.go).
+	OnMaxTurns LimitPolicy `json:"on_max_turns,omitempty"`
+	// Citations appends the run's sources to its final answer (citations.go).
+	Citations Citations `json:"citations,omitempty"`
 }
 
 // DefaultLimits are the limits used where a Config leaves one at zero.
@@ -162,13 +179,14 @@ func (c Config) validate() error {
 		{"max_steps", c.Limits.MaxSteps}, {"max_calls_per_turn", c.Limits.MaxCallsPerTurn},
 		{"max_repeats", c.Limits.MaxRepeats}, {"max_corrections", c.Limits.MaxCorrections},
 		{"max_escalations", c.Limits.MaxEscalations}, {"tool_result_bytes", c.Limits.ToolResultBytes},
-		{"max_state_bytes", c.Limits.MaxStateBytes},
+		{"max_state_bytes", c.Limits.MaxStateBytes}, {"max_turns", c.Limits.MaxTurns},
 	} {
 		if l.v < 0 {
 			errs = append(errs, fmt.Sprintf("limits.%s is negative", l.name))
 		}
 	}
 	errs = append(errs, c.Summary.problems("summary")...)
+	errs = append(errs, c.policyErrors()...)
 	seen := map[string]bool{}
 	for i, t := range c.tools() {
 		where := fmt.Sprintf("tools[%d] %q", i, t.Name)

@@ -136,6 +136,18 @@ func DescribeState(st State) string {
 	if st.Counters.Escalations > 0 {
 		fmt.Fprintf(&b, " escalations=%d", st.Counters.Escalations)
 	}
+	if st.Counters.LowQuality > 0 {
+		fmt.Fprintf(&b, " low_quality=%d", st.Counters.LowQuality)
+	}
+	if st.Counters.ToolCalls > 0 {
+		fmt.Fprintf(&b, " tool_calls=%d", st.Counters.ToolCalls)
+	}
+	if st.Counters.Cost > 0 {
+		fmt.Fprintf(&b, " cost=%s", FormatCost(st.Counters.Cost))
+	}
+	if st.Recent != nil && st.Recent.Warned {
+		b.WriteString(" warned")
+	}
 	if len(st.ToolsUsed) > 0 {
 		fmt.Fprintf(&b, " tools_used=%s", strings.Join(st.ToolsUsed, ","))
 	}

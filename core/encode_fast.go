@@ -66,7 +66,9 @@ func appendBytes(dst, b []byte) []byte {
 	return append(appendHead(dst, majorBytes, uint64(len(b))), b...)
 }
 
-func appendInt(dst []byte, i int) []byte {
+func appendInt(dst []byte, i int) []byte { return appendInt64(dst, int64(i)) }
+
+func appendInt64(dst []byte, i int64) []byte {
 	if i < 0 {
 		return appendHead(dst, majorNeg, uint64(-1-i))
 	}
@@ -243,6 +245,9 @@ func appendState(dst []byte, st *State) []byte {
 	if st.Escalation != "" {
 		dst = appendText(f.key(dst, 12), st.Escalation)
 	}
+	if st.Recent != nil {
+		dst = appendCallLog(f.key(dst, 13), st.Recent)
+	}
 	return f.close(dst)
 }
 
@@ -292,6 +297,33 @@ func appendCounters(dst []byte, c *Counters) []byte {
 	}
 	if c.LastCall != "" {
 		dst = appendText(f.key(dst, 9), c.LastCall)
+	}
+	if c.LowQuality != 0 {
+		dst = appendInt(f.key(dst, 10), c.LowQuality)
+	}
+	if c.ToolCalls != 0 {
+		dst = appendInt(f.key(dst, 11), c.ToolCalls)
+	}
+	if c.Cost != 0 {
+		dst = appendInt64(f.key(dst, 12), c.Cost)
+	}
+	return f.close(dst)
+}
+
+func appendCallLog(dst []byte, l *CallLog) []byte {
+	var f fields
+	dst = f.open(dst)
+	if len(l.Calls) > 0 {
+		dst = appendStrings(f.key(dst, 1), l.Calls)
+	}
+	if len(l.Outcomes) > 0 {
+		dst = appendStrings(f.key(dst, 2), l.Outcomes)
+	}
+	if l.Stale != 0 {
+		dst = appendInt(f.key(dst, 3), l.Stale)
+	}
+	if l.Warned {
+		dst = appendBool(f.key(dst, 4), true)
 	}
 	return f.close(dst)
 }

@@ -331,7 +331,12 @@ var fastFields = map[reflect.Type][]string{
 		"Corrections int `3,keyasint,omitempty`", "Escalations int `4,keyasint,omitempty`",
 		"Repeats int `5,keyasint,omitempty`", "PromptTokens int `6,keyasint,omitempty`",
 		"CompletionTokens int `7,keyasint,omitempty`", "Bytes int `8,keyasint,omitempty`",
-		"LastCall string `9,keyasint,omitempty`",
+		"LastCall string `9,keyasint,omitempty`", "LowQuality int `10,keyasint,omitempty`",
+		"ToolCalls int `11,keyasint,omitempty`", "Cost int64 `12,keyasint,omitempty`",
+	},
+	reflect.TypeFor[CallLog](): {
+		"Calls []string `1,keyasint,omitempty`", "Outcomes []string `2,keyasint,omitempty`",
+		"Stale int `3,keyasint,omitempty`", "Warned bool `4,keyasint,omitempty`",
 	},
 	reflect.TypeFor[Failure](): {"Code core.FailCode `1,keyasint`", "Reason string `2,keyasint`"},
 	reflect.TypeFor[State](): {
@@ -340,7 +345,7 @@ var fastFields = map[reflect.Type][]string{
 		"Turn *core.Turn `6,keyasint,omitempty`", "Counters core.Counters `7,keyasint`",
 		"ToolsUsed []string `8,keyasint,omitempty`", "Sources []string `9,keyasint,omitempty`",
 		"Answer string `10,keyasint,omitempty`", "Failure *core.Failure `11,keyasint,omitempty`",
-		"Escalation string `12,keyasint,omitempty`",
+		"Escalation string `12,keyasint,omitempty`", "Recent *core.CallLog `13,keyasint,omitempty`",
 	},
 	reflect.TypeFor[Complete](): {
 		"Answer string `1,keyasint,omitempty`", "ToolsUsed []string `2,keyasint,omitempty`",

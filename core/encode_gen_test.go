@@ -150,6 +150,20 @@ func genCounters(text *rapid.Generator[string]) *rapid.Generator[Counters] {
 			CompletionTokens: genInt().Draw(t, "completion-tokens"),
 			Bytes:            genInt().Draw(t, "bytes"),
 			LastCall:         text.Draw(t, "last-call"),
+			LowQuality:       genInt().Draw(t, "low-quality"),
+			ToolCalls:        genInt().Draw(t, "tool-calls"),
+			Cost:             int64(genInt().Draw(t, "cost")),
+		}
+	})
+}
+
+func genCallLog(text *rapid.Generator[string]) *rapid.Generator[CallLog] {
+	return rapid.Custom(func(t *rapid.T) CallLog {
+		return CallLog{
+			Calls:    genList(text).Draw(t, "calls"),
+			Outcomes: genList(text).Draw(t, "outcomes"),
+			Stale:    genInt().Draw(t, "stale"),
+			Warned:   rapid.Bool().Draw(t, "warned"),
 		}
 	})
 }
@@ -163,7 +177,7 @@ func genFailure(text *rapid.Generator[string]) *rapid.Generator[Failure] {
 // genState draws states with and without messages, pending requests and
 // turns; Version and Phase take any value, valid or not.
 func genState(text *rapid.Generator[string]) *rapid.Generator[State] {
-	phase := rapid.OneOf(rapid.SampledFrom([]Phase{PhaseRecall, PhaseModel, PhaseEscalate, PhaseTools, PhaseDone, PhaseFailed}),
+	phase := rapid.OneOf(rapid.SampledFrom([]Phase{PhaseRecall, PhaseModel, PhaseEscalate, PhaseTools, PhaseFinal, PhaseDone, PhaseFailed}),
 		rapid.Custom(func(t *rapid.T) Phase { return Phase(text.Draw(t, "phase")) }))
 	return rapid.Custom(func(t *rapid.T) State {
 		return State{
@@ -179,6 +193,7 @@ func genState(text *rapid.Generator[string]) *rapid.Generator[State] {
 			Answer:     text.Draw(t, "answer"),
 			Failure:    genPtr(genFailure(text)).Draw(t, "failure"),
 			Escalation: text.Draw(t, "escalation"),
+			Recent:     genPtr(genCallLog(text)).Draw(t, "call-log"),
 		}
 	})
 }

@@ -112,6 +112,11 @@ func toolsSize(tools []Tool) int {
 func stateSize(st *State) int {
 	n := 1 + intField + 2 + textSize(st.Request.Input) + textSize(string(st.Phase))
 	n += 2 + 8*intField + textSize(st.Counters.LastCall)
+	for _, v := range [...]int64{int64(st.Counters.LowQuality), int64(st.Counters.ToolCalls), st.Counters.Cost} {
+		if v != 0 {
+			n += intField
+		}
+	}
 	n += textSize(st.Answer) + textSize(st.Escalation)
 	if len(st.Messages) > 0 {
 		n += messagesSize(st.Messages)
@@ -127,6 +132,9 @@ func stateSize(st *State) int {
 	}
 	if len(st.Sources) > 0 {
 		n += stringsSize(st.Sources)
+	}
+	if l := st.Recent; l != nil {
+		n += 2 + stringsSize(l.Calls) + stringsSize(l.Outcomes) + intField + boolField
 	}
 	if fl := st.Failure; fl != nil {
 		n += 2 + textSize(string(fl.Code)) + textSize(fl.Reason)

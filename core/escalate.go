@@ -53,6 +53,7 @@ func resumeHelper(st State, r ModelReply) State {
 	st.Phase = PhaseModel
 	st.Escalation = ""
 	st.Counters.Corrections = 0
+	st.Counters.LowQuality = 0
 	return st
 }
 

@@ -53,8 +53,12 @@ func resumeModel(cfg Config, st State, r ModelReply) State {
 		if st.Counters.Repeats >= cfg.maxRepeats() {
 			return failed(st, FailLoop, fmt.Sprintf("the model called %s with the same arguments %d times in a row: %s", c.Name, st.Counters.Repeats, c.Args))
 		}
-		st.ToolsUsed = addOnce(st.ToolsUsed, c.Name)
 	}
+	st, ok := admitTurn(cfg, st, msg, valid)
+	if !ok {
+		return st
+	}
+	st = logCalls(cfg, usedAtAccept(cfg, st, valid), valid)
 	st.Counters.Corrections = 0
 	st.Phase = PhaseTools
 	st.Turn = &Turn{Calls: valid, Results: make([]ToolResult, len(valid)), Native: len(r.Calls) > 0}
@@ -107,18 +111,23 @@ func fingerprint(c ToolCall) string {
 // answer ends the run with text, unless the primary is stuck and may escalate.
 func answer(cfg Config, st State, text string) State {
 	text = strings.TrimSpace(text)
+	if cfg.Collaboration != nil {
+		next, handled := collaborateOnAnswer(cfg, st, text)
+		if handled {
+			return next
+		}
+		st = next
+	}
 	if text == "" {
 		if canEscalate(cfg, st) {
 			return escalate(st, "the model gave an empty reply")
 		}
-		return correct(cfg, st, Message{}, []string{"your reply was empty; answer the user or call a tool"})
+		return correction(cfg, st, Message{}, []string{"your reply was empty; answer the user or call a tool"})
 	}
 	if phrase := stuckPhrase(cfg, text); phrase != "" && canEscalate(cfg, st) {
 		return escalate(st, fmt.Sprintf("the model said it is stuck (%q)", phrase))
 	}
-	st.Phase = PhaseDone
-	st.Answer = text
-	return st
+	return complete(cfg, st, text)
 }
 
 func stuckPhrase(cfg Config, text string) string {
@@ -131,9 +140,9 @@ func stuckPhrase(cfg Config, text string) string {
 	return ""
 }
 
-// correct sends the errors back to the model, at most maxCorrections times in
-// a row; after that the run escalates if it can, else fails.
-func correct(cfg Config, st State, msg Message, errs []string) State {
+// correction sends the errors back to the model, at most maxCorrections
+// times in a row; after that the run escalates if it can, else fails.
+func correction(cfg Config, st State, msg Message, errs []string) State {
 	feedback := "Your last reply could not be used:\n- " + strings.Join(errs, "\n- ") +
 		"\nReply again with valid tool calls, or with a final answer."
 	if len(msg.Calls) > 0 {

@@ -57,8 +57,12 @@ func resume(cfg Config, st State, res Result) (State, error) {
 		st.Pending = nil
 		st.Counters.PromptTokens += r.Usage.PromptTokens
 		st.Counters.CompletionTokens += r.Usage.CompletionTokens
+		st = charge(cfg, st, p.Role, r.Usage)
 		if r.Error != "" {
 			return failed(st, FailModelError, fmt.Sprintf("the %s model failed: %s", p.Role, r.Error)), nil
+		}
+		if st.Phase == PhaseFinal {
+			return resumeFinal(cfg, st, r), nil
 		}
 		if p.Role == Helper {
 			return resumeHelper(st, r), nil
@@ -121,6 +125,7 @@ func answerCalls(cfg Config, st State, results []ToolResult) (State, error) {
 		turn.Results[i] = r
 		st.Sources = addOnce(st.Sources, r.Sources...)
 	}
+	st = noteRan(cfg, st, &turn, results)
 	if stopping {
 		failedID := p.CallIDs[firstFailed]
 		for i := range turn.Results {
@@ -161,9 +166,9 @@ func finishTurn(cfg Config, st State) State {
 		for i, c := range turn.Calls {
 			msgs[i] = Message{Role: RoleTool, CallID: c.ID, Name: c.Name, Content: resultText(results[i]), IsError: results[i].Failed(), Attachments: results[i].Attachments}
 		}
-		return appendMessages(st, msgs...)
+		return afterTurn(cfg, appendMessages(st, msgs...), turn)
 	}
-	return appendMessages(st, Message{Role: RoleUser, Content: renderTurnResults(cfg, st, turn.Calls, results), Attachments: attachmentsOf(results)})
+	return afterTurn(cfg, appendMessages(st, Message{Role: RoleUser, Content: renderTurnResults(cfg, st, turn.Calls, results), Attachments: attachmentsOf(results)}), turn)
 }
 
 // resultText is what the model reads for a call: its output, or its error

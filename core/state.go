@@ -15,6 +15,7 @@ const (
 	PhaseModel    Phase = "model"    // ask the primary model
 	PhaseEscalate Phase = "escalate" // ask the helper model for a plan
 	PhaseTools    Phase = "tools"    // run the calls of the current turn
+	PhaseFinal    Phase = "final"    // ask the primary once more for an answer, without tools (limits.go)
 	PhaseDone     Phase = "done"     // completed with an answer
 	PhaseFailed   Phase = "failed"   // failed with a code and reason
 )
@@ -89,6 +90,9 @@ type State struct {
 	Failure *Failure `cbor:"11,keyasint,omitempty"`
 	// Escalation is why the helper is being asked (PhaseEscalate).
 	Escalation string `cbor:"12,keyasint,omitempty"`
+	// Recent remembers the run's recent calls for cycle and progress
+	// detection; nil unless the agent has Cycles or Collaboration (cycle.go).
+	Recent *CallLog `cbor:"13,keyasint,omitempty"`
 }
 
 // Counters are the run's running totals, used by the limits.
@@ -104,6 +108,15 @@ type Counters struct {
 	Bytes int `cbor:"8,keyasint,omitempty"`
 	// LastCall is the fingerprint of the most recent call (loop detection).
 	LastCall string `cbor:"9,keyasint,omitempty"`
+	// LowQuality counts consecutive primary replies scored below the
+	// collaboration threshold (quality.go).
+	LowQuality int `cbor:"10,keyasint,omitempty"`
+	// ToolCalls counts the calls accepted to run, kept while the agent has
+	// Budget.MaxToolCalls (budget.go).
+	ToolCalls int `cbor:"11,keyasint,omitempty"`
+	// Cost is what the model calls cost, in picounits (10^-12 of the
+	// prices' currency), kept while the agent has prices (budget.go).
+	Cost int64 `cbor:"12,keyasint,omitempty"`
 }
 
 // PendingKind is the kind of result a run waits for.
@@ -157,6 +170,9 @@ const (
 	FailStateTooLarge FailCode = "state_too_large"
 	FailModelError    FailCode = "model_error"
 	FailCancelled     FailCode = "cancelled"
+	FailMaxTurns      FailCode = "max_turns"
+	FailBudget        FailCode = "budget_exhausted"
+	FailCycle         FailCode = "cycle"
 )
 
 // Done reports whether the run has ended (completed or failed).

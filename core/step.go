@@ -28,7 +28,7 @@ func checkState(st State) error {
 		return fmt.Errorf("%w: version %d, want %d", ErrBadState, st.Version, StateVersion)
 	}
 	switch st.Phase {
-	case PhaseRecall, PhaseModel, PhaseEscalate, PhaseDone:
+	case PhaseRecall, PhaseModel, PhaseEscalate, PhaseFinal, PhaseDone:
 	case PhaseTools:
 		if st.Turn == nil || len(st.Turn.Results) != len(st.Turn.Calls) {
 			return fmt.Errorf("%w: phase tools without a well-formed turn", ErrBadState)
@@ -51,11 +51,17 @@ func decide(cfg Config, st State) State {
 	if st.Counters.Steps >= cfg.maxSteps() {
 		return failed(st, FailMaxSteps, fmt.Sprintf("the run reached its limit of %d steps without an answer", cfg.maxSteps()))
 	}
+	if st.Phase == PhaseModel || st.Phase == PhaseEscalate || st.Phase == PhaseFinal {
+		var ended bool
+		if st, ended = beforeModelCall(cfg, st); ended {
+			return st
+		}
+	}
 	st.Counters.Steps++
 	switch st.Phase {
 	case PhaseRecall:
 		st.Pending = &Pending{Kind: PendingMemorySearch}
-	case PhaseModel:
+	case PhaseModel, PhaseFinal:
 		st.Counters.ModelCalls++
 		st.Pending = &Pending{Kind: PendingModel, Role: Primary}
 	case PhaseEscalate:
@@ -108,6 +114,9 @@ func actionFor(cfg Config, st State) (Action, error) {
 	case PendingModel:
 		if p.Role == Helper {
 			return RequestModelCall{Role: Helper, Messages: helperMessages(cfg, st), State: st}, nil
+		}
+		if st.Phase == PhaseFinal {
+			return RequestModelCall{Role: Primary, Messages: st.Messages, State: st}, nil
 		}
 		return RequestModelCall{Role: Primary, Messages: st.Messages, Tools: nativeTools(cfg), State: st}, nil
 	case PendingMemorySearch:

@@ -194,6 +194,7 @@ type jsonOutcome struct {
 	Status    string       `json:"status"`
 	Answer    string       `json:"answer"`
 	ToolsUsed []string     `json:"tools_used"`
+	Sources   []string     `json:"sources"`
 	Pending   []jsonCall   `json:"pending_tool_calls"`
 	Steps     int          `json:"steps"`
 	Error     string       `json:"error"`
@@ -247,7 +248,7 @@ func rawArgs(b []byte) json.RawMessage {
 func (e *env) report(out shell.Outcome, asJSON bool) int {
 	code := exitCode(out.Status)
 	if asJSON {
-		j := jsonOutcome{RunID: out.RunID, Status: string(out.Status), Answer: out.Answer, ToolsUsed: nonNil(out.ToolsUsed), Pending: []jsonCall{}, Steps: out.Steps,
+		j := jsonOutcome{RunID: out.RunID, Status: string(out.Status), Answer: out.Answer, ToolsUsed: nonNil(out.ToolsUsed), Sources: nonNil(out.Sources), Pending: []jsonCall{}, Steps: out.Steps,
 			Reason: out.Reason, InDoubt: inDoubtJSON(out.InDoubt)}
 		for _, c := range out.Pending {
 			j.Pending = append(j.Pending, jsonCall{ID: c.ID, Name: c.Name, Arguments: rawArgs(c.Args)})

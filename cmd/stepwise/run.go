@@ -19,7 +19,7 @@ Without INPUT the input is read from stdin; an empty input is refused.`}
 	c.run = func(e *env, args []string) int {
 		fs := e.flags(c)
 		db := e.dbFlag(fs)
-		asJSON := fs.Bool("json", false, "print one JSON object: run_id, status, answer, tools_used, pending_tool_calls, steps, error, reason, retry_at, in_doubt_calls")
+		asJSON := fs.Bool("json", false, "print one JSON object: run_id, status, answer, tools_used, sources, pending_tool_calls, steps, error, reason, retry_at, in_doubt_calls")
 		script := fs.String("script", "", "answer the primary model from this JSONL script instead of the agent's model (a path relative to the current directory)")
 		quiet := fs.Bool("quiet", false, "no progress on stderr")
 		pos, code := e.parse(c, fs, args, 1, 2)

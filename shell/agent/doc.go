@@ -29,11 +29,15 @@
 //	script = "../scripts/helper.jsonl"   # relative to this file; must exist
 //
 //	[limits]                     # max_steps, max_calls_per_turn, max_repeats, max_corrections,
-//	max_steps = 20               # max_escalations, tool_result_bytes, max_state_bytes
-//	[policy]                     # parallel, stop_on_error, reject_unknown_args, error_prefix
+//	max_steps = 20               # max_escalations, tool_result_bytes, max_state_bytes, max_turns
+//	[policy]                     # parallel, stop_on_error, reject_unknown_args, error_prefix,
+//	                             # on_max_turns, citations
 //	[memory]                     # tools, recall, recall_limit, namespace
 //	[run]                        # tool_timeout, run_timeout, max_tool_output, in_doubt
 //	[summary]                    # items, item_chars, max_bytes: see Result summaries
+//	[collaboration]              # threshold, max_retries: see Run limits
+//	[cycles]                     # max_period, repeats, no_progress
+//	[budget]                     # max_input_tokens, max_output_tokens, max_cost, max_tool_calls
 //
 //	[[tools]]                    # a built-in tool, with its options
 //	builtin = "run_code"
@@ -278,6 +282,64 @@
 // model reads the placeholder in the tool's output ("[image/png content,
 // 67 bytes]"), as it would without the key. A larger one is only described,
 // with its size.
+//
+// # Run limits
+//
+// Each of these is off when its key or table is left out, and the run
+// behaves as it did before they existed. ADR 0017 explains them.
+//
+// [limits] max_turns bounds the calls to the primary model (EDISON's loop
+// has 5), beside max_steps, which bounds every request. [policy]
+// on_max_turns says what happens when the turns are used up: "fail" (the
+// default) fails the run with max_turns; "answer" asks the model once more,
+// without tools, for a final answer from what it has learned, and the run
+// completes with it (or fails with max_turns if the reply has none).
+//
+// [budget] bounds what one run spends: max_input_tokens and
+// max_output_tokens (the tokens every model reply reports, helper included),
+// max_cost (in the currency of the prices) and max_tool_calls (the calls
+// accepted to run). Budgets are checked before every request: a model call
+// is made only while every token and cost budget has some left, and a
+// reply's tool calls are requested only while they have, and if they fit
+// in max_tool_calls. When one is used up the run fails with
+// budget_exhausted and a reason naming the budget. What a model call costs
+// is known only when it returns, so a run ends at most one call's usage past
+// a token or cost budget; max_tool_calls is never passed. A final answer is
+// never refused. Prices are per million tokens, in [models.ROLE]:
+//
+//	[models.primary]
+//	input_price_per_million = 0.15
+//	output_price_per_million = 0.60
+//	[budget]
+//	max_cost = 0.50
+//
+// Prices and max_cost are exact to six decimal places (micro-units); a
+// cost is kept as an integer (10^-12 of the currency), so it never drifts.
+// max_cost needs the prices of every model the agent has.
+//
+// [cycles] turns on cycle detection beyond max_repeats (which stops the
+// same call made again and again): a block of 2 to max_period calls (default
+// 4) seen repeats times in a row (default 2; left, right, left, right is
+// one), and no_progress calls in a row (default 6; 0 turns it off) each
+// returning exactly what an identical earlier call returned. The first
+// detection tells the model (the calls that close a cycle are not run); the
+// next one fails the run with cycle.
+//
+// [collaboration] pairs [models.primary] with [models.helper] (which it
+// needs) by reply quality, as the AI Battle design's stuck detection does:
+// each primary reply gets a score from 0 to 1 (core.Quality: empty,
+// refusal, hedging, repeated, no progress), and after max_retries (default
+// 3) replies in a row below threshold (default 0.7) the helper is asked
+// for a plan. A low-quality final answer is retried while the helper can
+// still be asked. The design's stuck phrases ("I'm not sure how to", "I'm
+// unable to", ...) join stuck_phrases' defaults and ask the helper at once.
+// A stepwise agent has one primary and one helper, so it has one pair:
+// the design's list of pairs is one agent file per pair.
+//
+// [policy] citations appends to the final answer "sources" ("\n\nSources:
+// a, b": the sources the tools reported, or the tools used when they
+// reported none), "tags" ("\n\n[source:tool] ..." for each tool used) or
+// "both". tools_used lists only the tools whose calls ran.
 //
 // # Error prefix
 //

@@ -1,5 +1,7 @@
 package agent
 
+import "github.com/stepwise-agent/stepwise/core"
+
 // File is the TOML shape of an agent file.
 type File struct {
 	Name         string   `toml:"name"`
@@ -19,6 +21,10 @@ type File struct {
 	// Summary is the [summary] table: how the model reads list-like JSON
 	// results of every tool (a tool table's summary replaces it).
 	Summary Summary `toml:"summary"`
+	// The run-limit policies (policies.go).
+	Collaboration *Collaboration `toml:"collaboration"`
+	Cycles        *Cycles        `toml:"cycles"`
+	Budget        Budget         `toml:"budget"`
 }
 
 // Summary mirrors core.Summary: [summary], or a tool table's summary key.
@@ -44,6 +50,9 @@ type Model struct {
 	// Accepts lists what the model reads besides text: "image", "audio"
 	// (provider openai).
 	Accepts []string `toml:"accepts"`
+	// Prices per million tokens, for [budget] max_cost (policies.go).
+	InputPricePerMillion  *float64 `toml:"input_price_per_million"`
+	OutputPricePerMillion *float64 `toml:"output_price_per_million"`
 }
 
 // Retry is a retry table: [models.ROLE.retry], or a tool table's retry key.
@@ -68,6 +77,7 @@ type Limits struct {
 	MaxEscalations  int `toml:"max_escalations"`
 	ToolResultBytes int `toml:"tool_result_bytes"`
 	MaxStateBytes   int `toml:"max_state_bytes"`
+	MaxTurns        int `toml:"max_turns"`
 }
 
 // Policy mirrors core.Policy.
@@ -77,6 +87,10 @@ type Policy struct {
 	RejectUnknownArgs bool   `toml:"reject_unknown_args"`
 	NoCorrections     bool   `toml:"no_corrections"`
 	ErrorPrefix       string `toml:"error_prefix"`
+	// OnMaxTurns is fail (the default) or answer; Citations is sources,
+	// tags or both.
+	OnMaxTurns core.LimitPolicy `toml:"on_max_turns"`
+	Citations  core.Citations   `toml:"citations"`
 }
 
 // Memory mirrors core.Memory.

@@ -155,7 +155,7 @@ func (s *Spec) convert(name string, data []byte, checkFiles bool) error {
 		{"max_steps", f.Limits.MaxSteps}, {"max_calls_per_turn", f.Limits.MaxCallsPerTurn},
 		{"max_repeats", f.Limits.MaxRepeats}, {"max_corrections", f.Limits.MaxCorrections},
 		{"max_escalations", f.Limits.MaxEscalations}, {"tool_result_bytes", f.Limits.ToolResultBytes},
-		{"max_state_bytes", f.Limits.MaxStateBytes},
+		{"max_state_bytes", f.Limits.MaxStateBytes}, {"max_turns", f.Limits.MaxTurns},
 	} {
 		if l.v < 0 {
 			return at("limits."+l.key, "limits.%s is negative (leave it out for the default)", l.key)
@@ -173,6 +173,9 @@ func (s *Spec) convert(name string, data []byte, checkFiles bool) error {
 	}
 	if cfg.Models.Primary == "" {
 		return at("models.primary", "[models.primary] is required")
+	}
+	if err := policies(f, &cfg, at); err != nil {
+		return err
 	}
 	var err error
 	if s.ToolTimeout, err = duration(f.Run.ToolTimeout); err != nil {

@@ -230,8 +230,11 @@ func TestReplayFromAStore(t *testing.T) {
 		}
 		return strings.Join(s, " ")
 	}
-	if got := ids(agenttest.Filter{Statuses: []store.Status{store.StatusFailed}}); got != "r20261121-204701-hnbkki7m2v bad-loop-limit" {
+	if got := ids(agenttest.Filter{Statuses: []store.Status{store.StatusFailed}, Agent: "looper"}); got != "r20261121-204701-hnbkki7m2v bad-loop-limit" {
 		t.Errorf("failed runs: %q", got)
+	}
+	if got := ids(agenttest.Filter{Statuses: []store.Status{store.StatusCompleted}, Agent: "looper"}); got != "" {
+		t.Errorf("the looper's completed runs: %q", got)
 	}
 	if got := ids(agenttest.Filter{Agent: "analyst"}); got != "r20261121-204701-7bci76j5v4 bad-prompt" {
 		t.Errorf("analyst's runs: %q", got)

@@ -1,0 +1,79 @@
+package core
+
+import "strings"
+
+// Citations says how a final answer cites what the run used.
+type Citations string
+
+// The citation styles. CiteSources appends "\n\nSources: a, b": the sources
+// the tools reported (URLs, paths), or, when they reported none, the tools
+// used. CiteTags appends "\n\n[source:a] [source:b]", one tag per tool used.
+// CiteBoth appends the tags, then the sources line. Nothing is appended
+// when the run used no tool; CiteNone (the default) never appends.
+const (
+	CiteNone    Citations = ""
+	CiteSources Citations = "sources"
+	CiteTags    Citations = "tags"
+	CiteBoth    Citations = "both"
+)
+
+// cite is the final answer text with the citations the agent asks for.
+func cite(cfg Config, st State, text string) string {
+	style := cfg.Policy.Citations
+	if style == CiteTags || style == CiteBoth {
+		if len(st.ToolsUsed) > 0 {
+			tags := make([]string, len(st.ToolsUsed))
+			for i, t := range st.ToolsUsed {
+				tags[i] = "[source:" + t + "]"
+			}
+			text += "\n\n" + strings.Join(tags, " ")
+		}
+	}
+	if style == CiteSources || style == CiteBoth {
+		sources := st.Sources
+		if len(sources) == 0 {
+			sources = st.ToolsUsed
+		}
+		if len(sources) > 0 {
+			text += "\n\nSources: " + strings.Join(sources, ", ")
+		}
+	}
+	return text
+}
+
+// State.ToolsUsed lists the tools whose calls ran, in the order they were
+// first used. A call that was refused (invalid, a repeat the loop policy
+// stopped, a cycle, a budget, an escalation) is never listed. A turn's tools
+// are listed when the turn is accepted, since then all its calls are run,
+// except under Policy.StopOnError, where a failed call skips the rest of
+// its turn: there a tool is listed when a call of it comes back with a
+// result (usedAtAccept, noteRan).
+
+// usedAtAccept lists the tools of an accepted turn, unless they are listed
+// as their results come back.
+func usedAtAccept(cfg Config, st State, calls []ToolCall) State {
+	if cfg.Policy.StopOnError {
+		return st
+	}
+	for _, c := range calls {
+		st.ToolsUsed = addOnce(st.ToolsUsed, c.Name)
+	}
+	return st
+}
+
+// noteRan lists, under StopOnError, the tools of the turn's calls answered by
+// results (not the calls skipped after a failure), in the model's order.
+func noteRan(cfg Config, st State, turn *Turn, results []ToolResult) State {
+	if !cfg.Policy.StopOnError {
+		return st
+	}
+	for _, c := range turn.Calls {
+		for _, r := range results {
+			if r.CallID == c.ID {
+				st.ToolsUsed = addOnce(st.ToolsUsed, c.Name)
+				break
+			}
+		}
+	}
+	return st
+}

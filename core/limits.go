@@ -1,0 +1,116 @@
+package core
+
+import (
+	"fmt"
+	"strings"
+)
+
+// LimitPolicy is what happens when a run reaches Limits.MaxTurns.
+type LimitPolicy string
+
+// The limit policies. LimitFail (the default) fails the run with
+// FailMaxTurns. LimitAnswer asks the primary model once more, without
+// tools, for a final answer with what it has learned; the run completes
+// with that answer, or fails with FailMaxTurns if the reply has none. So
+// LimitAnswer makes at most MaxTurns+1 calls to the primary.
+const (
+	LimitFail   LimitPolicy = "fail"
+	LimitAnswer LimitPolicy = "answer"
+)
+
+// finalRequest is what the model reads when its turns are used up under
+// LimitAnswer.
+const finalRequest = "You have used all your turns (%d). Do not call any tool: reply now with your final answer, " +
+	"using what you have learned so far. If you could not finish, say what you found and what is missing."
+
+// beforeModelCall checks the budgets and the turn limit before a model
+// call is made. It returns the run ended, or the state to make the call
+// from: unchanged, or turned to PhaseFinal by LimitAnswer.
+func beforeModelCall(cfg Config, st State) (State, bool) {
+	if why := spentOut(cfg, st); why != "" {
+		return exhausted(st, why), true
+	}
+	n := cfg.Limits.MaxTurns
+	if st.Phase != PhaseModel || n <= 0 || turns(st) < n {
+		return st, false
+	}
+	if cfg.Policy.OnMaxTurns != LimitAnswer {
+		return failed(st, FailMaxTurns, fmt.Sprintf("the run used its %s (max_turns) without an answer", plural(n, "model turn"))), true
+	}
+	st = appendMessages(st, Message{Role: RoleUser, Content: fmt.Sprintf(finalRequest, n)})
+	st.Phase = PhaseFinal
+	return st, false
+}
+
+// turns is how many calls the primary model has been asked: every model
+// call but the helper's, and the helper is asked once per escalation by
+// the time the primary is asked again.
+func turns(st State) int { return st.Counters.ModelCalls - st.Counters.Escalations }
+
+// resumeFinal takes the primary's answer to the final request. Tool calls in
+// it are not run: its text is the answer.
+func resumeFinal(cfg Config, st State, r ModelReply) State {
+	text := r.Text
+	if parsed, err := Parse(cfg.format(), r, cfg.tools()); err == nil {
+		text = parsed.Text
+	}
+	// Native calls are left out of the log: nothing will answer them.
+	st = appendMessages(st, Message{Role: RoleAssistant, Content: r.Text})
+	if text = strings.TrimSpace(text); text == "" {
+		return failed(st, FailMaxTurns, fmt.Sprintf("the run used its %s (max_turns), and the model's final reply had no answer", plural(cfg.Limits.MaxTurns, "model turn")))
+	}
+	return complete(cfg, st, text)
+}
+
+// complete ends the run with its answer, cited as the agent asks.
+func complete(cfg Config, st State, text string) State {
+	st.Phase = PhaseDone
+	st.Answer = cite(cfg, st, text)
+	return st
+}
+
+// policyErrors are the problems of the run-limit policies' settings.
+func (c Config) policyErrors() []string {
+	var errs []string
+	switch c.Policy.OnMaxTurns {
+	case "", LimitFail, LimitAnswer:
+	default:
+		errs = append(errs, fmt.Sprintf("policy.on_max_turns %q is not one of fail, answer", c.Policy.OnMaxTurns))
+	}
+	switch c.Policy.Citations {
+	case CiteNone, CiteSources, CiteTags, CiteBoth:
+	default:
+		errs = append(errs, fmt.Sprintf("policy.citations %q is not one of sources, tags, both", c.Policy.Citations))
+	}
+	errs = append(errs, c.Budget.errors()...)
+	errs = append(errs, c.Models.PrimaryPrice.errors(Primary)...)
+	errs = append(errs, c.Models.HelperPrice.errors(Helper)...)
+	if c.Cycles != nil {
+		errs = append(errs, c.Cycles.errors()...)
+	}
+	if c.Collaboration != nil {
+		errs = append(errs, c.Collaboration.errors()...)
+		if c.Models.Helper == "" {
+			errs = append(errs, "collaboration needs a helper model to ask")
+		}
+	}
+	return errs
+}
+
+// admitTurn applies the run-limit policies to a reply's valid calls before
+// they are requested: the budgets, cycles, and the collaboration's count.
+// ok is true when the calls may run; otherwise the run has failed, or the
+// calls were refused and the model (or the helper) is asked next.
+func admitTurn(cfg Config, st State, msg Message, calls []ToolCall) (State, bool) {
+	if why := callsOverBudget(cfg, st, len(calls)); why != "" {
+		return exhausted(st, why), false
+	}
+	st, ok := screenCycle(cfg, st, msg, calls)
+	if ok && cfg.Collaboration != nil {
+		st, ok = collaborateOnCalls(cfg, st, msg, calls)
+	}
+	if !ok {
+		return st, false
+	}
+	return countCalls(cfg, st, len(calls)), true
+}
