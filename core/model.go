@@ -20,6 +20,9 @@ func resumeModel(cfg Config, st State, r ModelReply) State {
 	if perr != nil {
 		return correct(cfg, st, msg, []string{perr.Error()})
 	}
+	if parsed.program != nil {
+		return startProgram(cfg, st, msg, parsed.program)
+	}
 	if len(calls) == 0 {
 		return answer(cfg, st, parsed.Text)
 	}
@@ -38,12 +41,27 @@ func resumeModel(cfg Config, st State, r ModelReply) State {
 			errs = append(errs, err.Error())
 			continue
 		}
+		tc.Raw = parsed.raw(i)
 		valid[i] = tc
 	}
 	if len(errs) > 0 {
 		return correct(cfg, st, msg, errs)
 	}
-	for _, c := range valid {
+	st, ok := admitCalls(cfg, st, valid)
+	if !ok {
+		return st
+	}
+	st.Counters.Corrections = 0
+	st.Phase = PhaseTools
+	st.Turn = &Turn{Calls: valid, Results: make([]ToolResult, len(valid)), Native: len(r.Calls) > 0}
+	return st
+}
+
+// admitCalls counts calls that are about to be requested: the loop policy
+// (the same call again and again fails the run: ok is false) and the tools
+// used. A helpers program's calls come here as it reaches them.
+func admitCalls(cfg Config, st State, calls []ToolCall) (State, bool) {
+	for _, c := range calls {
 		fp := fingerprint(c)
 		if fp == st.Counters.LastCall {
 			st.Counters.Repeats++
@@ -51,14 +69,11 @@ func resumeModel(cfg Config, st State, r ModelReply) State {
 			st.Counters.LastCall, st.Counters.Repeats = fp, 1
 		}
 		if st.Counters.Repeats >= cfg.maxRepeats() {
-			return failed(st, FailLoop, fmt.Sprintf("the model called %s with the same arguments %d times in a row: %s", c.Name, st.Counters.Repeats, c.Args))
+			return failed(st, FailLoop, fmt.Sprintf("the model called %s with the same arguments %d times in a row: %s", c.Name, st.Counters.Repeats, c.Args)), false
 		}
 		st.ToolsUsed = addOnce(st.ToolsUsed, c.Name)
 	}
-	st.Counters.Corrections = 0
-	st.Phase = PhaseTools
-	st.Turn = &Turn{Calls: valid, Results: make([]ToolResult, len(valid)), Native: len(r.Calls) > 0}
-	return st
+	return st, true
 }
 
 // withIDs gives every call an id, deriving missing ones from (step, index).

@@ -112,7 +112,8 @@ func answerCalls(cfg Config, st State, results []ToolResult) (State, error) {
 		return st, fmt.Errorf("%w: %s", ErrMissingResults, strings.Join(missing, ", "))
 	}
 
-	turn := Turn{Calls: st.Turn.Calls, Results: append([]ToolResult(nil), st.Turn.Results...), Stopped: st.Turn.Stopped, Native: st.Turn.Native}
+	turn := *st.Turn
+	turn.Results = append([]ToolResult(nil), st.Turn.Results...)
 	for _, r := range results {
 		i := turn.index(r.CallID)
 		t, _ := cfg.tool(turn.Calls[i].Name)
@@ -137,12 +138,19 @@ func answerCalls(cfg Config, st State, results []ToolResult) (State, error) {
 			return st, nil // more of this turn to run
 		}
 	}
+	if turn.Program != nil {
+		return advanceProgram(cfg, st), nil
+	}
 	return finishTurn(cfg, st), nil
 }
 
 // finishTurn hands every result of the turn to the model, in the order the
 // model asked, and goes back to the model.
-func finishTurn(cfg Config, st State) State {
+func finishTurn(cfg Config, st State) State { return finishTurnWith(cfg, st, "") }
+
+// finishTurnWith is finishTurn with a note after the results of a text
+// format (a helpers program's error).
+func finishTurnWith(cfg Config, st State, note string) State {
 	turn := st.Turn
 	st.Turn = nil
 	st.Phase = PhaseModel
@@ -163,7 +171,11 @@ func finishTurn(cfg Config, st State) State {
 		}
 		return appendMessages(st, msgs...)
 	}
-	return appendMessages(st, Message{Role: RoleUser, Content: RenderResults(cfg.format(), turn.Calls, results)})
+	content := RenderResults(cfg.format(), turn.Calls, results)
+	if note != "" {
+		content += "\n" + note
+	}
+	return appendMessages(st, Message{Role: RoleUser, Content: content})
 }
 
 // resultText is what the model reads for a call: its output, or its error
