@@ -37,9 +37,31 @@ import (
 // call to an unknown function is kept: the validator rejects it and names
 // the tools. The reply without its blocks, trimmed, is the message.
 func parseHelpers(text string, tools []Tool) (Parsed, error) {
+	p, prog, err := parseHelperProgram(text, tools)
+	if err != nil || len(prog.stmts) == 0 {
+		return p, err
+	}
+	if calls, ok := prog.literalCalls(); ok {
+		p.Calls = calls
+		p.Raw = make([]string, len(calls))
+		for i, st := range prog.stmts {
+			p.Raw[i] = text[st.off:st.end]
+		}
+		return p, nil
+	}
+	if prog.calls == 0 {
+		return Parsed{}, parseErrAt(FormatHelpers, text, prog.stmts[0].off, "this <helpers> block calls no tool: a block runs tool calls (and assignments that prepare their arguments); call a tool, or reply without a block to give your answer")
+	}
+	p.program = prog
+	return p, nil
+}
+
+// parseHelperProgram reads the statements of every block of a reply, and
+// the message around them.
+func parseHelperProgram(text string, tools []Tool) (Parsed, *helperProgram, error) {
 	var msg strings.Builder
 	hp := &helperParser{src: text, tools: tools, defined: map[string]bool{}}
-	var prog helperProgram
+	prog := &helperProgram{}
 	i := 0
 	for {
 		k := strings.Index(text[i:], helpersOpen)
@@ -52,33 +74,17 @@ func parseHelpers(text string, tools []Tool) (Parsed, error) {
 		hp.pos = open + len(helpersOpen)
 		stmts, perr := hp.block(open)
 		if perr != nil {
-			return Parsed{}, perr
+			return Parsed{}, prog, perr
 		}
 		prog.stmts = append(prog.stmts, stmts...)
 		i = hp.pos
-	}
-	p := Parsed{Text: strings.TrimSpace(msg.String())}
-	if len(prog.stmts) == 0 {
-		return p, nil
-	}
-	if calls, ok := prog.literalCalls(); ok {
-		p.Calls = calls
-		p.Raw = make([]string, len(calls))
-		for i, st := range prog.stmts {
-			p.Raw[i] = text[st.off:st.end]
-		}
-		return p, nil
 	}
 	for _, st := range prog.stmts {
 		if st.call != nil {
 			prog.calls++
 		}
 	}
-	if prog.calls == 0 {
-		return Parsed{}, hp.errAt(prog.stmts[0].off, "this <helpers> block calls no tool: a block runs tool calls (and assignments that prepare their arguments); call a tool, or reply without a block to give your answer")
-	}
-	p.program = &prog
-	return p, nil
+	return Parsed{Text: strings.TrimSpace(msg.String())}, prog, nil
 }
 
 const (
