@@ -12,6 +12,7 @@ package core
 // replays and forks exactly.
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -199,22 +200,32 @@ func startProgram(cfg Config, st State, msg Message, prog *helperProgram) State 
 	st.Counters.Corrections = 0
 	st.Phase = PhaseTools
 	st.Turn = &Turn{Calls: []ToolCall{}, Results: []ToolResult{}, Program: &Program{Message: len(st.Messages) - 1, Step: step}}
-	return advanceProgram(cfg, st)
+	return advanceProgram(cfg, st, runProgram(cfg, msg.Content, prog, step, nil, nil))
+}
+
+// resumeProgram goes on with the program of st's turn once every call it
+// made has answered. A turn whose program is not where it says is a bad
+// state; a program the agent's tools no longer read (its agent changed)
+// stops there, and the model is told.
+func resumeProgram(cfg Config, st State) (State, error) {
+	turn := st.Turn
+	text, prog, err := programOf(cfg, st)
+	switch {
+	case errors.Is(err, ErrBadState):
+		return st, err
+	case err != nil:
+		stop := &progStop{line: 1, stmt: "<helpers>", msg: "the block can no longer be read with the agent's tools: " + err.Error()}
+		return advanceProgram(cfg, st, progRun{stop: stop}), nil
+	}
+	return advanceProgram(cfg, st, runProgram(cfg, text, prog, turn.Program.Step, turn.Calls, turn.Results)), nil
 }
 
 // advanceProgram goes on with the program of st's turn, every call of which
-// has answered: it adds the calls that come next to the turn, or ends the
-// turn (at the end of the program, at a statement that stopped it, or
-// because stop-on-error stopped the turn).
-func advanceProgram(cfg Config, st State) State {
+// has answered, as far as run got: it adds the calls that come next to the
+// turn, or ends the turn (at the end of the program, at a statement that
+// stopped it, or because stop-on-error stopped the turn).
+func advanceProgram(cfg Config, st State, run progRun) State {
 	turn := st.Turn
-	var run progRun
-	text, prog, err := programOf(cfg, st)
-	if err != nil {
-		run.stop = &progStop{line: 1, stmt: "<helpers>", msg: "the block can no longer be read with the agent's tools: " + err.Error()}
-	} else {
-		run = runProgram(cfg, text, prog, turn.Program.Step, turn.Calls, turn.Results)
-	}
 	if turn.Stopped {
 		trailer := ""
 		if len(run.calls) > 0 || run.stop != nil {
@@ -242,7 +253,11 @@ func advanceProgram(cfg Config, st State) State {
 
 // programOf reads the program of st's turn again from its message.
 func programOf(cfg Config, st State) (string, *helperProgram, error) {
-	text := st.Messages[st.Turn.Program.Message].Content
+	i := st.Turn.Program.Message
+	if i >= len(st.Messages) || st.Messages[i].Role != RoleAssistant {
+		return "", nil, fmt.Errorf("%w: the turn's program is not in an assistant message (message %d of %d)", ErrBadState, i, len(st.Messages))
+	}
+	text := st.Messages[i].Content
 	parsed, err := parseHelpers(text, cfg.tools())
 	if err != nil {
 		return "", nil, err

@@ -139,7 +139,7 @@ func answerCalls(cfg Config, st State, results []ToolResult) (State, error) {
 		}
 	}
 	if turn.Program != nil {
-		return advanceProgram(cfg, st), nil
+		return resumeProgram(cfg, st)
 	}
 	return finishTurn(cfg, st), nil
 }

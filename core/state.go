@@ -181,5 +181,21 @@ const (
 	FailCancelled     FailCode = "cancelled"
 )
 
+// PendingCalls returns the calls of the pending request (tool calls,
+// external calls, or a memory tool's call), in the model's order, each with
+// the raw text it was parsed from; nil when no call is pending.
+func (s State) PendingCalls() []ToolCall {
+	if s.Pending == nil || s.Turn == nil {
+		return nil
+	}
+	var out []ToolCall
+	for _, id := range s.Pending.CallIDs {
+		if i := s.Turn.index(id); i >= 0 {
+			out = append(out, s.Turn.Calls[i])
+		}
+	}
+	return out
+}
+
 // Done reports whether the run has ended (completed or failed).
 func (s State) Done() bool { return s.Phase == PhaseDone || s.Phase == PhaseFailed }

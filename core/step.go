@@ -33,8 +33,8 @@ func checkState(st State) error {
 		if st.Turn == nil || len(st.Turn.Results) != len(st.Turn.Calls) {
 			return fmt.Errorf("%w: phase tools without a well-formed turn", ErrBadState)
 		}
-		if p := st.Turn.Program; p != nil && (p.Message < 0 || p.Message >= len(st.Messages) || st.Messages[p.Message].Role != RoleAssistant) {
-			return fmt.Errorf("%w: the turn's program is not in an assistant message (message %d)", ErrBadState, p.Message)
+		if p := st.Turn.Program; p != nil && p.Message < 0 {
+			return fmt.Errorf("%w: the turn's program is in message %d", ErrBadState, p.Message)
 		}
 	case PhaseFailed:
 		if st.Failure == nil {
