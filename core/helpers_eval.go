@@ -1,7 +1,7 @@
 package core
 
 // Values of a running helpers program and how expressions compute them
-// (the rules are documented on helperProgram).
+// (the rules are in the package doc, "The helpers format").
 
 import (
 	"encoding/json"

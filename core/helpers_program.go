@@ -3,54 +3,9 @@ package core
 import "strings"
 
 // helperProgram is what the <helpers> blocks of one reply say: statements,
-// run in order by the core (helpers_run.go; ADR 0016). This is the subset
-// of Python a block may hold, as agent authors and models are told
-// (ToolDocs writes it into the system prompt):
-//
-// Statements, one per line (or separated by ;):
-//
-//	tool(arg=value, ...)         a tool call
-//	name = tool(arg=value, ...)  a tool call whose result is bound to name
-//	name = value                 an assignment
-//
-// Values:
-//
-//   - literals: strings (with r and f prefixes), numbers, True, False,
-//     None, lists, tuples and dicts with string keys;
-//   - a name bound by an earlier statement (of any block of the reply);
-//   - x[key]: a dict's member or a list's item (negative indexes count
-//     from the end);
-//   - a + b: two strings joined, or two numbers added;
-//   - f"text {value} text": a value written as text.
-//
-// Nothing else: no nested calls (f(g(x))), no calls of a call's result,
-// no attributes or methods, no other operators, no conditions, loops,
-// comprehensions, slices, imports or definitions. Each such construct is
-// refused before anything runs, with a correction naming it, its line and
-// its column.
-//
-// Values are JSON values (null, booleans, numbers, strings, arrays,
-// objects). A tool's result is its output text, a str: passed as an
-// argument, joined with + or written in an f-string it is that text. A
-// subscript reads the result as JSON, decoded as the core decodes call
-// arguments (one JSON value, nothing after it, numbers kept exactly as
-// written), so user["id"] works when find_user returned {"id": 42, ...}.
-// The result read is the one the model reads too, cut to the tool's
-// max_result_bytes. The rules for numbers: integers stay integers of any
-// size; a + b of two numbers is exact (integers add as integers; with a
-// decimal the sum is exact in decimal, so 0.1 + 0.2 is 0.3); in an f-string
-// a number is written exactly as it was written in its JSON or literal
-// (1.50 stays 1.50, 12345678901234567890 is not rounded), True, False and
-// None as Python writes them, and a list or dict as compact JSON with its
-// keys sorted.
-//
-// A statement that cannot be computed (a subscript on a result that is not
-// JSON, a missing key, an index out of range, + on a str and a number, a
-// call whose computed arguments its schema refuses, a name bound to a call
-// that failed) stops the block: the calls made before it keep their results,
-// the model reads those and an error naming the statement and its line, and
-// the statements from it on do not run. Errors that do not depend on a
-// result are found before the block runs and are corrections.
+// run in order by the core (helpers_run.go). The subset of Python they may
+// use, the values and the error rules are documented in the package doc
+// ("The helpers format", doc.go) and ADR 0016; ToolDocs tells the model.
 type helperProgram struct {
 	stmts []helperStmt
 	calls int // how many statements are calls

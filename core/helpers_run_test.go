@@ -47,7 +47,7 @@ func answerAll(t *testing.T, cfg Config, st State, outputs ...string) (Action, S
 
 func lastContent(st State) string { return st.Messages[len(st.Messages)-1].Content }
 
-// The values a program computes: the rules documented on helperProgram.
+// The values a program computes: the rules of "The helpers format" (doc.go).
 func TestProgramValues(t *testing.T) {
 	cfg := programConfig()
 	result := `{"id": 12345678901234567890, "price": 1.50, "tags": ["a", "b"], "ok": true, "none": null, "nested": {"k": [1, {"z": 2, "a": 1}]}}`

@@ -8,7 +8,8 @@ import (
 )
 
 // parseHelpers reads the helpers format: Python-style statements inside
-// <helpers>...</helpers> blocks, in the subset documented on helperProgram.
+// <helpers>...</helpers> blocks, in the subset the package doc describes
+// ("The helpers format").
 //
 //	<helpers>
 //	user = find_user(name="Sarah", zip="10001")

@@ -1,9 +1,9 @@
 package core
 
 // Expressions of the helpers format: literals, names, lists, tuples,
-// dicts, subscripts, + and f-strings (the subset is documented on
-// helperProgram). The parser builds the tree below; evaluation is in
-// helpers_eval.go.
+// dicts, subscripts, + and f-strings (the package doc, "The helpers
+// format", describes the subset). The parser builds the tree below;
+// evaluation is in helpers_eval.go.
 
 import "strings"
 
