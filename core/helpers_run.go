@@ -98,6 +98,9 @@ func callArgs(c *helperCall, env map[string]hval) (string, error) {
 			if err != nil {
 				return "", err
 			}
+			if _, dup := obj[a.key]; dup { // only a ** before it can have given it
+				return "", evalErr(a.val, "%s(...) got two values for the argument %q", c.name, a.key)
+			}
 			obj[a.key], cost = v.v, cost+v.cost+len(a.key)+2
 			continue
 		}
@@ -174,7 +177,7 @@ func checkProgram(cfg Config, text string, prog *helperProgram, step int) []stri
 			}
 			if err == nil {
 				if _, verr := ValidateCall(cfg, NativeCall{ID: id, Name: st.call.name, Arguments: args}); verr != nil {
-					errs = append(errs, verr.Error())
+					errs = append(errs, fmt.Sprintf("line %d: %v", lineOf(text, st.off), verr))
 				}
 				continue
 			}

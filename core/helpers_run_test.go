@@ -92,6 +92,8 @@ func TestProgramRuntimeErrors(t *testing.T) {
 		{"{\"a\": 1}\n[truncated: showing 9 of 40000 bytes]", `r["a"]`, `(it was cut to the tool's max_result_bytes)`},
 		{`ERROR no such user`, `r["a"]`, `r holds no value: the call lookup (call_1_1) failed: no such user`},
 		{`{"n": "12"}`, `approve(amount=r["n"])`, `invalid tool call: approve (call call_1_3): argument "amount": expected a number, found the string "12"`},
+		{`{"q": 2}`, `lookup(**r, q=3)`, `lookup(...) got two values for the argument "q"`},
+		{`[1]`, `lookup(**r)`, `** needs a dict, and r is a list`},
 	} {
 		stmt := "v = " + c.expr
 		if strings.HasPrefix(c.expr, "approve(") {
@@ -120,8 +122,8 @@ func TestProgramStaticErrorsAreCorrections(t *testing.T) {
 	for _, want := range []string{
 		"Your last reply could not be used:\n",
 		`- line 4 (v = n["a"]): n is a str: subscripts read dicts and lists`,
-		`- invalid tool call: approve (call call_1_2): argument "amount": expected a number, found the string "x"`,
-		`- invalid tool call: unknown tool "nope"; the tools are: lookup, approve, note`,
+		`- line 5: invalid tool call: approve (call call_1_2): argument "amount": expected a number, found the string "x"`,
+		`- line 7: invalid tool call: unknown tool "nope"; the tools are: lookup, approve, note`,
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("correction lacks %q:\n%s", want, got)
