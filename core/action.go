@@ -38,10 +38,12 @@ type RequestModelCall struct {
 	State    State     `cbor:"-" json:"-"`
 }
 
-// RequestToolCalls asks the shell to run internal (and MCP) tool calls. Results
-// go back in one ToolResults; with Parallel the calls may run concurrently,
-// with StopOnError the shell may stop after the first failed call and leave
-// the later ones out.
+// RequestToolCalls asks the shell to run internal (and MCP) tool calls: a
+// run of them that the model wrote one after the other (an external call
+// between two internal ones separates them: see nextBatch). Results go back
+// in one ToolResults; with Parallel the calls may run concurrently, with
+// StopOnError the shell may stop after the first failed call and leave the
+// later ones out.
 type RequestToolCalls struct {
 	Calls       []ToolCall `cbor:"1,keyasint" json:"calls"`
 	Parallel    bool       `cbor:"2,keyasint,omitempty" json:"parallel,omitempty"`
@@ -49,8 +51,11 @@ type RequestToolCalls struct {
 	State       State      `cbor:"-" json:"-"`
 }
 
-// RequestExternalToolCalls pauses the run: the caller runs the calls and
-// resumes with a ToolResults answering every call id once.
+// RequestExternalToolCalls pauses the run: the caller runs the calls (a run
+// of external calls the model wrote one after the other) and resumes with a
+// ToolResults answering every call id once. The turn's calls written after
+// them run once they are answered; a helpers program may pause several
+// times in one turn.
 type RequestExternalToolCalls struct {
 	Calls []ToolCall `cbor:"1,keyasint" json:"calls"`
 	State State      `cbor:"-" json:"-"`

@@ -74,4 +74,65 @@
 // states derived from it (Resume only ever appends). Resuming one State value
 // several times (a fork) is supported; doing so from several goroutines at
 // once is not, exactly like raft's RawNode.
+//
+// # The calls of a turn
+//
+// The calls of one model turn run in the model's order, also when internal
+// and external calls are mixed: from the first call not yet run, the calls
+// of the same kind that follow it form the next request (a RequestToolCalls
+// for internal and MCP calls, concurrent with Policy.Parallel; a
+// RequestExternalToolCalls pause; a memory call alone). Internal calls
+// written before an external one run before the pause; those written after
+// it run once its results are in. Each pause is answered with exactly its
+// own calls (unknown, duplicate and missing ids are refused). Each call
+// carries Raw, the text it was parsed from ("" for a native call).
+//
+// # The helpers format
+//
+// An agent with format "helpers" writes Python-style statements in
+// <helpers>...</helpers> blocks; the statements of all the blocks of a
+// reply form one program, which the core runs statement by statement (ADR
+// 0016). ToolDocs tells the model the rules below. Statements, one per line
+// or separated by ';':
+//
+//	tool(arg=value, ...)         a tool call (positional arguments follow the schema's order)
+//	name = tool(arg=value, ...)  a tool call whose result is bound to name
+//	name = value                 an assignment
+//
+// Values are literals (strings with r and f prefixes, numbers, True, False,
+// None, lists, tuples, dicts with string keys), names bound by earlier
+// statements, x[key] (a dict's member, a list's item; negative indexes
+// count from the end), a + b (two strings joined, two numbers added) and
+// f-strings; **value passes a dict's members as arguments. Nothing else:
+// no nested calls, no attributes or methods, no other operators, no
+// conditions, loops, comprehensions, slices, imports or definitions; each
+// is refused, before anything runs, with a correction naming it and its
+// line and column.
+//
+// Values are JSON values. A tool's result is its output text, a str: passed
+// as an argument, joined with + or written in an f-string it is that text;
+// a subscript (or **) reads it as JSON, decoded as call arguments are (one
+// value, nothing after it, numbers exactly as written). The result read is
+// the one the model reads, cut to the tool's max_result_bytes. Integers stay
+// integers of any size; a + b of numbers is exact (integers as integers; with
+// a decimal, exact in decimal: 0.1 + 0.2 is 0.3); an f-string writes a
+// number exactly as its JSON or literal wrote it (1.50 stays 1.50), True,
+// False and None as Python does, and a list or dict as compact JSON with
+// sorted keys. A value may not exceed 1 MiB.
+//
+// A block of calls whose arguments use no names gives exactly the calls
+// the format always gave, in one request. Otherwise each call becomes a
+// request when the program reaches it, with the calls after it whose
+// arguments do not wait for a result; the run pauses where an external
+// result is needed, and goes on when it is in. A statement that cannot be
+// computed (a subscript on a result that is not JSON, a missing key, + on a
+// str and a number, computed arguments the schema refuses, a name bound to a
+// call that failed) stops the block there: the model reads the results of
+// the calls made and the error, naming the statement and its line, in a
+// <helpers_error> block; nothing after it runs, and no correction is
+// counted. Errors that do not depend on a result are found before anything
+// runs and are corrections. The program's state is the turn's calls and
+// results (Turn.Program locates its text); the bindings are computed again
+// from them, so a run checkpointed between two calls resumes, replays and
+// forks exactly.
 package core

@@ -175,6 +175,9 @@ func appendToolCall(dst []byte, c *ToolCall) []byte {
 	if len(c.Args) > 0 {
 		dst = appendBytes(f.key(dst, 3), c.Args)
 	}
+	if c.Raw != "" {
+		dst = appendText(f.key(dst, 4), c.Raw)
+	}
 	return f.close(dst)
 }
 
@@ -283,6 +286,19 @@ func appendTurn(dst []byte, t *Turn) []byte {
 	}
 	if t.Native {
 		dst = appendBool(f.key(dst, 4), true)
+	}
+	if t.Program != nil {
+		dst = appendProgram(f.key(dst, 5), t.Program)
+	}
+	return f.close(dst)
+}
+
+func appendProgram(dst []byte, p *Program) []byte {
+	var f fields
+	dst = f.open(dst)
+	dst = appendInt(f.key(dst, 1), p.Message)
+	if p.Step != 0 {
+		dst = appendInt(f.key(dst, 2), p.Step)
 	}
 	return f.close(dst)
 }

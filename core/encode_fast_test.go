@@ -54,6 +54,7 @@ func TestFastEncodersMatchLibrary(t *testing.T) {
 	t.Run("Request", sameAsLibrary(rapid.Custom(func(t *rapid.T) Request { return Request{Input: genText().Draw(t, "input")} }), appendRequest))
 	t.Run("Pending", sameAsLibrary(genPending(genText()), appendPending))
 	t.Run("Turn", sameAsLibrary(genTurn(genText()), appendTurn))
+	t.Run("Program", sameAsLibrary(genProgram(), appendProgram))
 	t.Run("Counters", sameAsLibrary(genCounters(genText()), appendCounters))
 	t.Run("Failure", sameAsLibrary(genFailure(genText()), appendFailure))
 	t.Run("State", sameAsLibrary(genState(genText()), appendState))
@@ -277,6 +278,8 @@ func TestFastEncodingExamples(t *testing.T) {
 		{"turn of empty slices", appendTurn(nil, &Turn{Calls: []ToolCall{}, Results: []ToolResult{}}), "a2018002 80"},
 		{"empty args omitted", appendToolCall(nil, &ToolCall{Args: json.RawMessage{}}), "a0"},
 		{"args are a byte string", appendToolCall(nil, &ToolCall{Args: json.RawMessage(`{}`)}), "a103 42 7b7d"},
+		{"raw is text", appendToolCall(nil, &ToolCall{ID: "c", Raw: "f()"}), "a201 6163 04 63662829"},
+		{"program: message always, step when set", appendTurn(nil, &Turn{Program: &Program{}}), "a301f602f605 a10100"},
 		{"empty usage omitted", appendModelReply(nil, &ModelReply{}), "a0"},
 		{"usage", appendModelReply(nil, &ModelReply{Usage: Usage{CompletionTokens: 1}}), "a104 a10201"},
 		{"negative ints", appendCounters(nil, &Counters{Steps: -1, Bytes: -25}), "a2 0120 08 3818"},
@@ -308,7 +311,7 @@ var fastFields = map[reflect.Type][]string{
 	},
 	reflect.TypeFor[ToolCall](): {
 		"ID string `1,keyasint,omitempty`", "Name string `2,keyasint,omitempty`",
-		"Args json.RawMessage `3,keyasint,omitempty`",
+		"Args json.RawMessage `3,keyasint,omitempty`", "Raw string `4,keyasint,omitempty`",
 	},
 	reflect.TypeFor[ToolResult](): {
 		"CallID string `1,keyasint,omitempty`", "Output string `2,keyasint,omitempty`",
@@ -325,7 +328,9 @@ var fastFields = map[reflect.Type][]string{
 	reflect.TypeFor[Turn](): {
 		"Calls []core.ToolCall `1,keyasint`", "Results []core.ToolResult `2,keyasint`",
 		"Stopped bool `3,keyasint,omitempty`", "Native bool `4,keyasint,omitempty`",
+		"Program *core.Program `5,keyasint,omitempty`",
 	},
+	reflect.TypeFor[Program](): {"Message int `1,keyasint`", "Step int `2,keyasint,omitempty`"},
 	reflect.TypeFor[Counters](): {
 		"Steps int `1,keyasint,omitempty`", "ModelCalls int `2,keyasint,omitempty`",
 		"Corrections int `3,keyasint,omitempty`", "Escalations int `4,keyasint,omitempty`",

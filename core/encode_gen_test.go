@@ -77,7 +77,7 @@ func genBytes() *rapid.Generator[json.RawMessage] {
 
 func genToolCall(text *rapid.Generator[string]) *rapid.Generator[ToolCall] {
 	return rapid.Custom(func(t *rapid.T) ToolCall {
-		return ToolCall{ID: text.Draw(t, "id"), Name: text.Draw(t, "name"), Args: genBytes().Draw(t, "args")}
+		return ToolCall{ID: text.Draw(t, "id"), Name: text.Draw(t, "name"), Args: genBytes().Draw(t, "args"), Raw: text.Draw(t, "raw")}
 	})
 }
 
@@ -134,7 +134,14 @@ func genTurn(text *rapid.Generator[string]) *rapid.Generator[Turn] {
 			Results: genList(genToolResult(text)).Draw(t, "results"),
 			Stopped: rapid.Bool().Draw(t, "stopped"),
 			Native:  rapid.Bool().Draw(t, "native"),
+			Program: genPtr(genProgram()).Draw(t, "program"),
 		}
+	})
+}
+
+func genProgram() *rapid.Generator[Program] {
+	return rapid.Custom(func(t *rapid.T) Program {
+		return Program{Message: genInt().Draw(t, "message"), Step: genInt().Draw(t, "step")}
 	})
 }
 

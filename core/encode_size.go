@@ -71,7 +71,7 @@ func callsSize(calls []ToolCall) int {
 	n := listField
 	for i := range calls {
 		c := &calls[i]
-		n += 1 + textSize(c.ID) + textSize(c.Name) + fieldSize(len(c.Args))
+		n += 1 + textSize(c.ID) + textSize(c.Name) + fieldSize(len(c.Args)) + textSize(c.Raw)
 	}
 	return n
 }
@@ -126,6 +126,9 @@ func stateSize(st *State) int {
 	}
 	if t := st.Turn; t != nil {
 		n += 2 + callsSize(t.Calls) + resultsSize(t.Results) + 2*boolField
+		if t.Program != nil {
+			n += 2 + 2*intField
+		}
 	}
 	if len(st.ToolsUsed) > 0 {
 		n += stringsSize(st.ToolsUsed)

@@ -61,10 +61,18 @@ func TestNativeRunWithInternalAndExternalCalls(t *testing.T) {
 		call("c2", "search", `{ "query" : "x" }`),
 		call("c3", "search", `{"query":"y"}`),
 	}})
+	// The model's order: the external call comes first, so the run pauses
+	// for it before the internal calls run.
+	a = mustStep(t, cfg, st)
+	ext, ok := a.(RequestExternalToolCalls)
+	if !ok || len(ext.Calls) != 1 || ext.Calls[0].ID != "c1" {
+		t.Fatalf("want external c1 first, got %s", DescribeAction(a))
+	}
+	st = mustResume(t, cfg, a.Next(), ToolResults{Results: []ToolResult{{CallID: "c1", Output: "approved"}}})
 	a = mustStep(t, cfg, st)
 	tc, ok := a.(RequestToolCalls)
 	if !ok || len(tc.Calls) != 2 || tc.Calls[0].ID != "c2" || tc.Calls[1].ID != "c3" {
-		t.Fatalf("want internal calls c2,c3 first, got %s", DescribeAction(a))
+		t.Fatalf("want internal calls c2,c3 after the pause, got %s", DescribeAction(a))
 	}
 	if string(tc.Calls[0].Args) != `{"query":"x"}` {
 		t.Fatalf("args not canonical: %s", tc.Calls[0].Args)
@@ -74,12 +82,6 @@ func TestNativeRunWithInternalAndExternalCalls(t *testing.T) {
 		{CallID: "c3", Output: "y-result", Sources: []string{"https://y"}},
 		{CallID: "c2", Error: "boom"},
 	}})
-	a = mustStep(t, cfg, st)
-	ext, ok := a.(RequestExternalToolCalls)
-	if !ok || len(ext.Calls) != 1 || ext.Calls[0].ID != "c1" {
-		t.Fatalf("want external c1, got %s", DescribeAction(a))
-	}
-	st = mustResume(t, cfg, a.Next(), ToolResults{Results: []ToolResult{{CallID: "c1", Output: "approved"}}})
 	a = mustStep(t, cfg, st)
 	m = a.(RequestModelCall)
 	tail := m.Messages[len(m.Messages)-3:]

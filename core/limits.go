@@ -97,20 +97,17 @@ func (c Config) policyErrors() []string {
 	return errs
 }
 
-// admitTurn applies the run-limit policies to a reply's valid calls before
-// they are requested: the budgets, cycles, and the collaboration's count.
-// ok is true when the calls may run; otherwise the run has failed, or the
-// calls were refused and the model (or the helper) is asked next.
-func admitTurn(cfg Config, st State, msg Message, calls []ToolCall) (State, bool) {
-	if why := callsOverBudget(cfg, st, len(calls)); why != "" {
-		return exhausted(st, why), false
-	}
+// screenTurn applies the run-limit policies that look at a reply's turn as
+// a whole (after admitCalls; before acceptCalls): cycles and the
+// collaboration's count. ok is true when the calls may run; otherwise the
+// run has failed, or the calls were refused and the model (or the helper)
+// is asked next. (A helpers program's calls, reached one statement at a
+// time, are checked by admitCalls and counted by acceptCalls, not screened
+// here: see ADR 0016.)
+func screenTurn(cfg Config, st State, msg Message, calls []ToolCall) (State, bool) {
 	st, ok := screenCycle(cfg, st, msg, calls)
 	if ok && cfg.Collaboration != nil {
 		st, ok = collaborateOnCalls(cfg, st, msg, calls)
 	}
-	if !ok {
-		return st, false
-	}
-	return countCalls(cfg, st, len(calls)), true
+	return st, ok
 }

@@ -20,6 +20,9 @@ func resumeModel(cfg Config, st State, r ModelReply) State {
 	if perr != nil {
 		return correct(cfg, st, msg, []string{perr.Error()})
 	}
+	if parsed.program != nil {
+		return startProgram(cfg, st, msg, parsed.program)
+	}
 	if len(calls) == 0 {
 		return answer(cfg, st, parsed.Text)
 	}
@@ -38,12 +41,32 @@ func resumeModel(cfg Config, st State, r ModelReply) State {
 			errs = append(errs, err.Error())
 			continue
 		}
+		tc.Raw = parsed.raw(i)
 		valid[i] = tc
 	}
 	if len(errs) > 0 {
 		return correct(cfg, st, msg, errs)
 	}
-	for _, c := range valid {
+	st, ok := admitCalls(cfg, st, valid)
+	if !ok {
+		return st
+	}
+	if st, ok = screenTurn(cfg, st, msg, valid); !ok {
+		return st
+	}
+	st = acceptCalls(cfg, st, valid)
+	st.Counters.Corrections = 0
+	st.Phase = PhaseTools
+	st.Turn = &Turn{Calls: valid, Results: make([]ToolResult, len(valid)), Native: len(r.Calls) > 0}
+	return st
+}
+
+// admitCalls checks calls that are about to be requested against the
+// policies that fail the run (ok is false): the loop policy (the same call
+// again and again) and the tool-call budget. A helpers program's calls come
+// here as it reaches them, then to acceptCalls.
+func admitCalls(cfg Config, st State, calls []ToolCall) (State, bool) {
+	for _, c := range calls {
 		fp := fingerprint(c)
 		if fp == st.Counters.LastCall {
 			st.Counters.Repeats++
@@ -51,18 +74,19 @@ func resumeModel(cfg Config, st State, r ModelReply) State {
 			st.Counters.LastCall, st.Counters.Repeats = fp, 1
 		}
 		if st.Counters.Repeats >= cfg.maxRepeats() {
-			return failed(st, FailLoop, fmt.Sprintf("the model called %s with the same arguments %d times in a row: %s", c.Name, st.Counters.Repeats, c.Args))
+			return failed(st, FailLoop, fmt.Sprintf("the model called %s with the same arguments %d times in a row: %s", c.Name, st.Counters.Repeats, c.Args)), false
 		}
 	}
-	st, ok := admitTurn(cfg, st, msg, valid)
-	if !ok {
-		return st
+	if why := callsOverBudget(cfg, st, len(calls)); why != "" {
+		return exhausted(st, why), false
 	}
-	st = logCalls(cfg, usedAtAccept(cfg, st, valid), valid)
-	st.Counters.Corrections = 0
-	st.Phase = PhaseTools
-	st.Turn = &Turn{Calls: valid, Results: make([]ToolResult, len(valid)), Native: len(r.Calls) > 0}
-	return st
+	return st, true
+}
+
+// acceptCalls records calls that will be requested: counted against the
+// budget, logged for cycle detection, their tools listed (usedAtAccept).
+func acceptCalls(cfg Config, st State, calls []ToolCall) State {
+	return logCalls(cfg, usedAtAccept(cfg, countCalls(cfg, st, len(calls)), calls), calls)
 }
 
 // withIDs gives every call an id, deriving missing ones from (step, index).

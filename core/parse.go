@@ -10,6 +10,21 @@ import (
 type Parsed struct {
 	Text  string
 	Calls []NativeCall
+	// Raw is, for each call of a text format, the text it was parsed from
+	// (aligned with Calls); nil for native calls.
+	Raw []string
+	// program is set when helpers blocks form a program whose statements
+	// use results (ADR 0016): Calls is then empty, and the core makes the
+	// calls as it interprets the program.
+	program *helperProgram
+}
+
+// raw is the text call i was parsed from ("" when unknown).
+func (p Parsed) raw(i int) string {
+	if i < len(p.Raw) {
+		return p.Raw[i]
+	}
+	return ""
 }
 
 // ErrParse wraps every error a parser returns; the message goes back to the

@@ -37,7 +37,7 @@ func parseAuto(r ModelReply, tools []Tool) (Parsed, error) {
 			if firstErr == nil {
 				firstErr = err
 			}
-		case len(p.Calls) > 0 || f == FormatJSON:
+		case len(p.Calls) > 0 || p.program != nil || f == FormatJSON:
 			return p, nil
 		}
 	}

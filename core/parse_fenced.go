@@ -45,6 +45,7 @@ func parseFenced(text string) (Parsed, error) {
 			return Parsed{}, perr
 		}
 		p.Calls = append(p.Calls, c)
+		p.Raw = append(p.Raw, strings.TrimRight(text[i:after], "\r\n"))
 		i = after
 	}
 	p.Text = strings.TrimSpace(msg.String())

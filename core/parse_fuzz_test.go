@@ -34,7 +34,8 @@ func FuzzParseStrict(f *testing.F) {
 }
 
 func FuzzParseHelpers(f *testing.F) {
-	fuzzParse(f, FormatHelpers, "<helpers>\nuser = find_user(name=\"Sarah\", zip=\"10001\")\n</helpers>")
+	fuzzParse(f, FormatHelpers, "<helpers>\nuser = find_user(name=\"Sarah\", zip=\"10001\")\n</helpers>",
+		"<helpers>\nuser = find_user(name=\"Sarah\")\norders(user_id=user[\"id\"], note=f\"for {user['name']}\" + \"!\", **{\"k\": [user, 1.5]})\n</helpers>")
 }
 
 func FuzzParseAuto(f *testing.F) {

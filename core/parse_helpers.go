@@ -7,33 +7,62 @@ import (
 	"unicode/utf8"
 )
 
-// parseHelpers reads the helpers format: Python-style call statements inside
-// <helpers>...</helpers> blocks.
+// parseHelpers reads the helpers format: Python-style statements inside
+// <helpers>...</helpers> blocks, in the subset the package doc describes
+// ("The helpers format").
 //
 //	<helpers>
-//	user = find_user(name="Sarah", zip="10001")  # the target is ignored
-//	search("flights", 3); log_event(**{"kind": "x"})
+//	user = find_user(name="Sarah", zip="10001")
+//	orders(user_id=user["id"]); log_event(**{"kind": "x"})
 //	</helpers>
 //
-// Statements end at a newline or ';' (newlines inside brackets do not count)
-// and hold one call each, with an optional `name =` in front. The callee may
-// be dotted (a tool named "a.b"). Arguments are keyword (name=value, where
-// unlike Python the name may be a keyword such as from; or a literal dict
-// after **) or positional; positional ones take the tool's
+// Statements end at a newline or ';' (newlines inside brackets do not
+// count). The statements of all the blocks of a reply form one program. A
+// program whose statements are all tool calls whose arguments use no name
+// is a block of literal calls: it parses to Calls, one per statement, in
+// order (a target such as user = is then ignored), as it always did. Any
+// other program parses to Parsed.program, which the core interprets
+// statement by statement (helpers_run.go), and no Calls.
+//
+// The callee may be dotted (a tool named "a.b"). Arguments are keyword
+// (name=value, where unlike Python the name may be a keyword such as from;
+// or a dict after **) or positional; positional ones take the tool's
 // parameter names in the order its schema's "properties" are written, so a
-// positional argument needs a known tool. Values are literals only: strings
-// (single, double or triple quotes; r/u prefixes; the escapes \n \t \\ \' \"
+// positional argument needs a known tool. Literals are strings (single,
+// double or triple quotes; r/u/f prefixes; the escapes \n \t \\ \' \"
 // \xHH \uXXXX \UXXXXXXXX and octal), ints (decimal, 0x/0o/0b, underscores),
 // floats, True/False/None, lists, tuples (as JSON arrays) and dicts with
-// string keys. Anything else (a variable, an expression, a nested call, an
-// attribute) is an error naming its line and column. Integers stay integers
-// in the JSON and floats keep a decimal point or exponent. A call to an
-// unknown function is kept: the validator rejects it and names the tools.
-// The reply without its blocks, trimmed, is the message.
+// string keys. Integers stay integers in the JSON and floats keep a decimal
+// point or exponent. A value that uses no name is computed here (1 + 2 is
+// 3). Anything outside the subset is an error naming its line and column. A
+// call to an unknown function is kept: the validator rejects it and names
+// the tools. The reply without its blocks, trimmed, is the message.
 func parseHelpers(text string, tools []Tool) (Parsed, error) {
-	var p Parsed
+	p, prog, err := parseHelperProgram(text, tools)
+	if err != nil || len(prog.stmts) == 0 {
+		return p, err
+	}
+	if calls, ok := prog.literalCalls(); ok {
+		p.Calls = calls
+		p.Raw = make([]string, len(calls))
+		for i, st := range prog.stmts {
+			p.Raw[i] = text[st.off:st.end]
+		}
+		return p, nil
+	}
+	if prog.calls == 0 {
+		return Parsed{}, parseErrAt(FormatHelpers, text, prog.stmts[0].off, "this <helpers> block calls no tool: a block runs tool calls (and assignments that prepare their arguments); call a tool, or reply without a block to give your answer")
+	}
+	p.program = prog
+	return p, nil
+}
+
+// parseHelperProgram reads the statements of every block of a reply, and
+// the message around them.
+func parseHelperProgram(text string, tools []Tool) (Parsed, *helperProgram, error) {
 	var msg strings.Builder
-	hp := &helperParser{src: text, tools: tools}
+	hp := &helperParser{src: text, tools: tools, defined: map[string]bool{}}
+	prog := &helperProgram{}
 	i := 0
 	for {
 		k := strings.Index(text[i:], helpersOpen)
@@ -44,21 +73,25 @@ func parseHelpers(text string, tools []Tool) (Parsed, error) {
 		open := i + k
 		msg.WriteString(text[i:open])
 		hp.pos = open + len(helpersOpen)
-		calls, perr := hp.block(open)
+		stmts, perr := hp.block(open)
 		if perr != nil {
-			return Parsed{}, perr
+			return Parsed{}, prog, perr
 		}
-		p.Calls = append(p.Calls, calls...)
+		prog.stmts = append(prog.stmts, stmts...)
 		i = hp.pos
 	}
-	p.Text = strings.TrimSpace(msg.String())
-	return p, nil
+	for _, st := range prog.stmts {
+		if st.call != nil {
+			prog.calls++
+		}
+	}
+	return Parsed{Text: strings.TrimSpace(msg.String())}, prog, nil
 }
 
 const (
 	helpersOpen  = "<helpers>"
 	helpersClose = "</helpers>"
-	// maxHelperNesting bounds how deeply literals nest.
+	// maxHelperNesting bounds how deeply values nest.
 	maxHelperNesting = 64
 )
 
@@ -68,13 +101,17 @@ type helperParser struct {
 	src    string
 	pos    int
 	depth  int // open brackets: a newline inside them does not end a statement
-	nest   int // literal nesting
+	nest   int // value nesting
 	tools  []Tool
 	call   string // the call being read, for messages
 	callAt int
+	// ctx names what is being read, for messages ("the call to f(...)").
+	ctx string
+	// defined holds the names assigned by the statements read so far.
+	defined map[string]bool
 }
 
-// helperArg is an argument (or a dict member): its name, its value as JSON
+// helperArg is an argument (or a dict member) as JSON: its name, its value
 // and where it was written.
 type helperArg struct {
 	key, json string
@@ -96,12 +133,15 @@ func (p *helperParser) at(s string) bool { return strings.HasPrefix(p.src[p.pos:
 func (p *helperParser) rest() string     { return p.src[p.pos:] }
 
 func (p *helperParser) cutOff() *ParseError {
+	if p.call == "" {
+		return p.errAt(p.callAt, "the statement is not complete: the reply ended first (was it cut off?); finish it and end the block with </helpers>")
+	}
 	return p.errAt(p.callAt, "the call to %s( is not closed: the reply ended first (was it cut off?); close the call and end the block with </helpers>", p.call)
 }
 
 // block reads statements up to and including </helpers>.
-func (p *helperParser) block(open int) ([]NativeCall, *ParseError) {
-	var calls []NativeCall
+func (p *helperParser) block(open int) ([]helperStmt, *ParseError) {
+	var stmts []helperStmt
 	for {
 		p.skipBlank()
 		if p.pos >= len(p.src) {
@@ -109,83 +149,131 @@ func (p *helperParser) block(open int) ([]NativeCall, *ParseError) {
 		}
 		if p.at(helpersClose) {
 			p.pos += len(helpersClose)
-			return calls, nil
+			return stmts, nil
 		}
-		c, err := p.statement()
+		s, err := p.statement()
 		if err != nil {
 			return nil, err
 		}
-		calls = append(calls, c)
+		s.end = p.pos
+		stmts = append(stmts, s)
+		if s.target != "" {
+			p.defined[s.target] = true
+		}
 		p.skipSpace()
 		if p.pos < len(p.src) && p.src[p.pos] != '\n' && p.src[p.pos] != ';' && !p.at(helpersClose) {
-			return nil, p.errAt(p.pos, "unexpected %s after the call to %s(...): write one call per line (or separate calls with ;); a call's result cannot be used in an expression", quoteExcerpt(p.rest()), c.Name)
+			if s.call == nil {
+				return nil, p.afterValue("a new line or ;")
+			}
+			return nil, p.errAt(p.pos, "unexpected %s after the call to %s(...): write one statement per line (or separate statements with ;); to use a call's result, assign it (r = %s(...)) and use r in a later statement", quoteExcerpt(p.rest()), s.call.name, s.call.name)
 		}
 	}
 }
 
-// statement reads `[target =] callee(args)`.
-func (p *helperParser) statement() (NativeCall, *ParseError) {
+// statement reads `[target =] callee(args)` or `target = value`.
+func (p *helperParser) statement() (helperStmt, *ParseError) {
 	at := p.pos
-	name, err := p.callee(`a tool call such as find_user(name="Sarah")`)
+	s := helperStmt{off: at}
+	p.call, p.callAt, p.ctx = "", at, "the statement"
+	name, err := p.callee(`a tool call such as find_user(name="Sarah"), or an assignment such as user = find_user(name="Sarah")`)
 	if err != nil {
-		return NativeCall{}, err
+		return s, err
 	}
 	p.skipSpace()
 	if p.at("=") && !p.at("==") {
-		if strings.Contains(name, ".") || pythonKeywords[name] {
-			return NativeCall{}, p.errAt(at, "cannot assign to %s; write a plain variable name before =, or just the call", name)
+		if err := p.checkTarget(name, at); err != nil {
+			return s, err
 		}
+		s.target = name
 		p.pos++
 		p.skipSpace()
 		at = p.pos
-		if name, err = p.callee("a tool call after " + name + " ="); err != nil {
-			return NativeCall{}, err
-		}
+		p.callAt, p.ctx = at, "the value of "+name
+		save := p.pos
+		callee, _ := p.callee("")
 		p.skipSpace()
+		if callee == "" || !p.at("(") || pythonKeywords[callee] {
+			p.pos = save
+			e, err := p.expr()
+			if err != nil {
+				return s, err
+			}
+			if s.expr, err = p.fold(e); err != nil {
+				return s, err
+			}
+			return s, nil
+		}
+		name = callee
 	}
 	if !p.at("(") {
 		switch {
 		case p.pos >= len(p.src):
-			return NativeCall{}, p.errAt(at, "the reply ended after %s (was it cut off?); write the whole call and end the block with </helpers>", name)
+			return s, p.errAt(at, "the reply ended after %s (was it cut off?); write the whole statement and end the block with </helpers>", name)
 		case pythonKeywords[name]:
-			return NativeCall{}, p.errAt(at, "a <helpers> block holds only tool calls, not Python statements such as %s", name)
+			return s, p.errAt(at, "a <helpers> block holds tool calls and assignments, not Python statements such as %s", name)
+		case pyOperatorRun(p.rest(), "+-*/%@&|^<>!~") != "" && strings.HasPrefix(strings.TrimLeft(p.rest(), "+-*/%@&|^<>!~"), "="):
+			return s, p.errAt(p.pos, "augmented assignment (%s=) is not supported; write %s = %s ... with + only", pyOperatorRun(p.rest(), "+-*/%@&|^<>!~"), name, name)
+		case p.at(","):
+			return s, p.errAt(p.pos, "assigning several names at once is not supported; assign one name per statement")
+		case p.at("["):
+			return s, p.errAt(p.pos, "only a plain name can be assigned, and a statement is a tool call or name = value; %s[...] on its own does nothing", name)
 		}
-		return NativeCall{}, p.errAt(p.pos, "expected ( after %s: a <helpers> block holds only tool calls such as %s(arg=\"value\"), found %s", name, name, quoteExcerpt(p.rest()))
+		return s, p.errAt(p.pos, "expected ( after %s: a statement is a tool call such as %s(arg=\"value\") or an assignment such as x = %s(...), found %s", name, name, name, quoteExcerpt(p.rest()))
 	}
-	p.call, p.callAt = name, at
+	p.call, p.callAt, p.ctx = name, at, "the call to "+name+"(...)"
 	p.pos++
 	p.depth++
 	args, err := p.arguments()
 	if err != nil {
-		return NativeCall{}, err
+		return s, err
 	}
-	return NativeCall{Name: name, Arguments: args}, nil
+	s.call = &helperCall{name: name, args: args, off: at}
+	return s, nil
 }
 
-// callee reads a dotted name such as find_user or files.read.
+// checkTarget refuses a name that cannot be assigned.
+func (p *helperParser) checkTarget(name string, at int) *ParseError {
+	if strings.Contains(name, ".") || pythonKeywords[name] {
+		return p.errAt(at, "cannot assign to %s; write a plain variable name before =, or just the call", name)
+	}
+	if _, isTool := helperTool(p.tools, name); isTool {
+		return p.errAt(at, "cannot assign to %s: it is the name of a tool; choose another name", name)
+	}
+	return nil
+}
+
+// callee reads a dotted name such as find_user or files.read. With what
+// empty it reports a missing name by returning "".
 func (p *helperParser) callee(what string) (string, *ParseError) {
 	start := p.pos
 	if p.ident() == "" {
+		if what == "" {
+			return "", nil
+		}
 		return "", p.errAt(start, "expected %s, found %s", what, quoteExcerpt(p.rest()))
 	}
 	for p.at(".") {
 		p.pos++
 		if p.ident() == "" {
+			if what == "" {
+				p.pos = start
+				return "", nil
+			}
 			return "", p.errAt(p.pos, "expected a name after '.', found %s", quoteExcerpt(p.rest()))
 		}
 	}
 	return p.src[start:p.pos], nil
 }
 
-// arguments reads the arguments after '(' through ')' and returns them as a
-// JSON object: positional ones first (named by the schema), then keyword
-// ones, each in the order written.
-func (p *helperParser) arguments() (string, *ParseError) {
-	var positional, keyword []helperArg
+// arguments reads the arguments after '(' through ')': positional ones
+// first (named by the schema), then keyword ones, each in the order
+// written.
+func (p *helperParser) arguments() ([]helperCallArg, *ParseError) {
+	var positional, keyword []helperCallArg
 	for {
 		p.skipSpace()
 		if p.pos >= len(p.src) {
-			return "", p.cutOff()
+			return nil, p.cutOff()
 		}
 		if p.src[p.pos] == ')' {
 			p.pos++
@@ -198,43 +286,57 @@ func (p *helperParser) arguments() (string, *ParseError) {
 			p.pos += 2
 			p.skipSpace()
 			if !p.at("{") {
-				return "", p.errAt(p.pos, `** must be followed by a dict literal such as **{"key": "value"}, found %s`, quoteExcerpt(p.rest()))
+				e, err := p.expr()
+				if err != nil {
+					return nil, err
+				}
+				keyword = append(keyword, helperCallArg{val: e, off: off, spread: true})
+				break
 			}
 			members, err := p.dict()
 			if err != nil {
-				return "", err
+				return nil, err
 			}
-			keyword = append(keyword, members...)
+			for _, m := range members {
+				v, err := p.fold(m.val)
+				if err != nil {
+					return nil, err
+				}
+				keyword = append(keyword, helperCallArg{key: m.key, val: v, off: m.off})
+			}
 		case p.at("*"):
-			return "", p.errAt(off, "*args unpacking is not supported; write each argument")
+			return nil, p.errAt(off, "*args unpacking is not supported; write each argument")
 		default:
 			key, isKeyword := p.keywordName()
 			if !isKeyword && len(keyword) > 0 {
-				return "", p.errAt(off, "a positional argument cannot follow keyword arguments in %s(...); pass it by keyword (name=value)", p.call)
+				return nil, p.errAt(off, "a positional argument cannot follow keyword arguments in %s(...); pass it by keyword (name=value)", p.call)
 			}
-			v, err := p.value()
+			e, err := p.expr()
 			if err != nil {
-				return "", err
+				return nil, err
+			}
+			if e, err = p.fold(e); err != nil {
+				return nil, err
 			}
 			if isKeyword {
-				keyword = append(keyword, helperArg{key: key, json: v.json, off: off})
+				keyword = append(keyword, helperCallArg{key: key, val: e, off: off})
 			} else {
-				positional = append(positional, helperArg{json: v.json, off: off})
+				positional = append(positional, helperCallArg{val: e, off: off})
 			}
 		}
 		p.skipSpace()
 		if p.pos >= len(p.src) {
-			return "", p.cutOff()
+			return nil, p.cutOff()
 		}
 		switch p.src[p.pos] {
 		case ',':
 			p.pos++
 		case ')':
 		default:
-			return "", p.afterValue("',' or ')'")
+			return nil, p.afterValue("',' or ')'")
 		}
 	}
-	return p.argsObject(positional, keyword)
+	return p.namedArgs(positional, keyword)
 }
 
 // keywordName reads `name =` if that is what comes next. Unlike Python it
@@ -253,9 +355,10 @@ func (p *helperParser) keywordName() (string, bool) {
 	return "", false
 }
 
-// argsObject names the positional arguments from the tool's schema and
-// writes every argument into one JSON object.
-func (p *helperParser) argsObject(positional, keyword []helperArg) (string, *ParseError) {
+// namedArgs names the positional arguments from the tool's schema and
+// checks that no argument is given twice (as far as the text tells: the
+// keys of a **value computed from names are checked when it runs).
+func (p *helperParser) namedArgs(positional, keyword []helperCallArg) ([]helperCallArg, *ParseError) {
 	var names []string
 	if len(positional) > 0 {
 		t, known := helperTool(p.tools, p.call)
@@ -268,14 +371,14 @@ func (p *helperParser) argsObject(positional, keyword []helperArg) (string, *Par
 				for _, t := range p.tools {
 					all = append(all, t.Name)
 				}
-				return "", p.errAt(extra.off, "%s is not one of the tools (%s), so its positional arguments cannot be matched to parameters; check the name and pass arguments by keyword", p.call, strings.Join(all, ", "))
+				return nil, p.errAt(extra.off, "%s is not one of the tools (%s), so its positional arguments cannot be matched to parameters; check the name and pass arguments by keyword", p.call, strings.Join(all, ", "))
 			case len(names) == 0:
-				return "", p.errAt(extra.off, "%s takes no positional arguments; pass arguments by keyword (name=value)", p.call)
+				return nil, p.errAt(extra.off, "%s takes no positional arguments; pass arguments by keyword (name=value)", p.call)
 			}
-			return "", p.errAt(extra.off, "%s takes at most %d positional argument(s) (%s); pass the others by keyword (name=value)", p.call, len(names), strings.Join(names, ", "))
+			return nil, p.errAt(extra.off, "%s takes at most %d positional argument(s) (%s); pass the others by keyword (name=value)", p.call, len(names), strings.Join(names, ", "))
 		}
 	}
-	all := make([]helperArg, 0, len(positional)+len(keyword))
+	all := make([]helperCallArg, 0, len(positional)+len(keyword))
 	for i, a := range positional {
 		a.key = names[i]
 		all = append(all, a)
@@ -283,12 +386,15 @@ func (p *helperParser) argsObject(positional, keyword []helperArg) (string, *Par
 	all = append(all, keyword...)
 	seen := map[string]bool{}
 	for _, a := range all {
+		if a.spread {
+			continue
+		}
 		if seen[a.key] {
-			return "", p.errAt(a.off, "%s(...) got two values for the argument %q", p.call, a.key)
+			return nil, p.errAt(a.off, "%s(...) got two values for the argument %q", p.call, a.key)
 		}
 		seen[a.key] = true
 	}
-	return membersJSON(all), nil
+	return all, nil
 }
 
 func membersJSON(members []helperArg) string {
@@ -304,205 +410,6 @@ func membersJSON(members []helperArg) string {
 	}
 	b.WriteByte('}')
 	return b.String()
-}
-
-// value reads one literal.
-func (p *helperParser) value() (pyLit, *ParseError) {
-	p.skipSpace()
-	if p.pos >= len(p.src) {
-		return pyLit{}, p.cutOff()
-	}
-	if p.nest >= maxHelperNesting {
-		return pyLit{}, p.errAt(p.pos, "values are nested more than %d levels deep", maxHelperNesting)
-	}
-	off := p.pos
-	c := p.src[p.pos]
-	switch {
-	case c == '"' || c == '\'':
-		return p.stringLits()
-	case pyDigit(c) || (c == '.' && p.pos+1 < len(p.src) && pyDigit(p.src[p.pos+1])):
-		return p.number("", off)
-	case c == '-' || c == '+':
-		p.pos++
-		p.skipSpace()
-		if p.pos < len(p.src) && (pyDigit(p.src[p.pos]) || (p.src[p.pos] == '.' && p.pos+1 < len(p.src) && pyDigit(p.src[p.pos+1]))) {
-			return p.number(string(c), off)
-		}
-		return pyLit{}, p.errAt(off, "%c must be followed by a number: arguments must be literal values, not expressions", c)
-	case c == '[':
-		return p.sequence(']')
-	case c == '(':
-		return p.sequence(')')
-	case c == '{':
-		members, err := p.dict()
-		if err != nil {
-			return pyLit{}, err
-		}
-		return pyLit{json: membersJSON(members)}, nil
-	case p.at(helpersClose):
-		return pyLit{}, p.errAt(off, "the call to %s( is not closed before </helpers>; add )", p.call)
-	}
-	if _, ok := p.stringPrefix(); ok {
-		return p.stringLits()
-	}
-	name := p.ident()
-	switch name {
-	case "":
-		return pyLit{}, p.errAt(off, "expected a value, found %s: arguments must be literals (strings, numbers, True/False/None, lists, dicts, tuples)", quoteExcerpt(p.rest()))
-	case "True":
-		return pyLit{json: "true"}, nil
-	case "False":
-		return pyLit{json: "false"}, nil
-	case "None":
-		return pyLit{json: "null"}, nil
-	case "true", "false", "null":
-		return pyLit{}, p.errAt(off, "%s is not Python; write %s", name, map[string]string{"true": "True", "false": "False", "null": "None"}[name])
-	}
-	if pythonKeywords[name] {
-		return pyLit{}, p.errAt(off, "found the keyword %s: arguments must be literal values, not expressions", name)
-	}
-	p.skipSpace()
-	switch {
-	case p.at("("):
-		return pyLit{}, p.errAt(off, "the call %s(...) inside the arguments of %s is not allowed: calls cannot be nested; make it a separate call (its result comes back in the next turn)", name, p.call)
-	case p.at("."):
-		return pyLit{}, p.errAt(off, "%s.…: attribute access is not allowed; arguments must be literal values", name)
-	}
-	return pyLit{}, p.errAt(off, "%s is a variable: arguments must be literal values (strings, numbers, True/False/None, lists, dicts, tuples); write the value itself (results of calls come back in the next turn)", name)
-}
-
-// afterValue explains what is wrong with the text after a value where
-// expected (such as "',' or ')'") should come.
-func (p *helperParser) afterValue(expected string) *ParseError {
-	off := p.pos
-	rest := p.rest()
-	if p.at(helpersClose) {
-		return p.errAt(off, "the call to %s( is not closed before </helpers>; add )", p.call)
-	}
-	if op := pyOperatorRun(rest, "+-*/%@&|^<>=!~"); op != "" {
-		return p.errAt(off, "found the operator %s: arguments must be literal values, not expressions; compute the value yourself and write the result", op)
-	}
-	switch rest[0] {
-	case '.':
-		return p.errAt(off, "attribute access or a method call on a value is not allowed; write the final value")
-	case '(':
-		return p.errAt(off, "a value cannot be called; arguments must be literal values")
-	case '[':
-		return p.errAt(off, "indexing is not allowed; write the final value")
-	}
-	save := p.pos
-	word := p.ident()
-	p.pos = save
-	if pythonKeywords[word] {
-		return p.errAt(off, "found %s: arguments must be literal values, not expressions", word)
-	}
-	return p.errAt(off, "expected %s in the call to %s(...), found %s", expected, p.call, quoteExcerpt(rest))
-}
-
-// sequence reads a list, or a tuple or parenthesised value (close is ')');
-// lists and tuples become JSON arrays.
-func (p *helperParser) sequence(close byte) (pyLit, *ParseError) {
-	p.pos++
-	p.depth++
-	p.nest++
-	defer func() { p.nest-- }()
-	var items []string
-	var last pyLit
-	comma := false
-	for {
-		p.skipSpace()
-		if p.pos >= len(p.src) {
-			return pyLit{}, p.cutOff()
-		}
-		if p.src[p.pos] == close {
-			p.pos++
-			p.depth--
-			break
-		}
-		v, err := p.value()
-		if err != nil {
-			return pyLit{}, err
-		}
-		items, last = append(items, v.json), v
-		p.skipSpace()
-		if p.pos >= len(p.src) {
-			return pyLit{}, p.cutOff()
-		}
-		switch p.src[p.pos] {
-		case ',':
-			p.pos++
-			comma = true
-		case close:
-		default:
-			return pyLit{}, p.afterValue("',' or '" + string(close) + "'")
-		}
-	}
-	if close == ')' && len(items) == 1 && !comma {
-		return last, nil // (x) is x, not a tuple
-	}
-	return pyLit{json: "[" + strings.Join(items, ",") + "]"}, nil
-}
-
-// dict reads a dict literal with string keys.
-func (p *helperParser) dict() ([]helperArg, *ParseError) {
-	p.pos++
-	p.depth++
-	p.nest++
-	defer func() { p.nest-- }()
-	var members []helperArg
-	seen := map[string]bool{}
-	for {
-		p.skipSpace()
-		if p.pos >= len(p.src) {
-			return nil, p.cutOff()
-		}
-		if p.src[p.pos] == '}' {
-			p.pos++
-			p.depth--
-			return members, nil
-		}
-		koff := p.pos
-		if p.at("**") {
-			return nil, p.errAt(koff, "** inside a dict is not supported; write the keys and values")
-		}
-		k, err := p.value()
-		if err != nil {
-			return nil, err
-		}
-		if !k.isStr {
-			return nil, p.errAt(koff, "dict keys must be strings, found %s", k.json)
-		}
-		p.skipSpace()
-		switch {
-		case p.pos >= len(p.src):
-			return nil, p.cutOff()
-		case p.at(",") || p.at("}"):
-			return nil, p.errAt(p.pos, "sets are not supported: use a list [...], or write key: value pairs for a dict")
-		case !p.at(":"):
-			return nil, p.afterValue("':'")
-		}
-		p.pos++
-		v, err := p.value()
-		if err != nil {
-			return nil, err
-		}
-		if seen[k.str] {
-			return nil, p.errAt(koff, "the key %q appears twice in a dict", k.str)
-		}
-		seen[k.str] = true
-		members = append(members, helperArg{key: k.str, json: v.json, off: koff})
-		p.skipSpace()
-		if p.pos >= len(p.src) {
-			return nil, p.cutOff()
-		}
-		switch p.src[p.pos] {
-		case ',':
-			p.pos++
-		case '}':
-		default:
-			return nil, p.afterValue("',' or '}'")
-		}
-	}
 }
 
 // skipSpace skips spaces, comments (to the end of the line, or to

@@ -27,37 +27,63 @@ func (p *helperParser) stringPrefix() (string, bool) {
 }
 
 // stringLits reads one string literal, or several written next to each other
-// (which Python joins).
-func (p *helperParser) stringLits() (pyLit, *ParseError) {
+// (which Python joins). With an f-string among them it gives an hFString,
+// else an hLit.
+func (p *helperParser) stringLits() (hexpr, *ParseError) {
+	start := p.pos
 	var s strings.Builder
+	var parts []hexpr // set once an f-string is met
+	isF := false
 	for {
 		off := p.pos
 		pre := ""
 		if q := p.src[p.pos]; q != '"' && q != '\'' {
 			pre, _ = p.stringPrefix()
 		}
-		switch {
-		case strings.Contains(pre, "b"):
-			return pyLit{}, p.errAt(off, `bytes literals (b"...") are not supported; write a str`)
-		case strings.Contains(pre, "f"):
-			return pyLit{}, p.errAt(off, "f-strings are not allowed (they are expressions); write the final string")
+		if strings.Contains(pre, "b") {
+			return nil, p.errAt(off, `bytes literals (b"...") are not supported; write a str`)
 		}
 		p.pos += len(pre)
-		part, err := p.stringLit(off, strings.Contains(pre, "r"))
-		if err != nil {
-			return pyLit{}, err
+		raw := strings.Contains(pre, "r")
+		if strings.Contains(pre, "f") {
+			fparts, err := p.fstring(off, raw)
+			if err != nil {
+				return nil, err
+			}
+			if !isF && s.Len() > 0 {
+				parts = append(parts, strLit(s.String(), start))
+			}
+			isF = true
+			parts = append(parts, fparts...)
+		} else {
+			part, err := p.stringLit(off, raw)
+			if err != nil {
+				return nil, err
+			}
+			if isF {
+				parts = append(parts, strLit(part, off))
+			} else {
+				s.WriteString(part)
+			}
 		}
-		s.WriteString(part)
+		save := p.pos
 		p.skipSpace()
 		if p.pos >= len(p.src) {
 			break
 		}
 		if _, ok := p.stringPrefix(); !ok && p.src[p.pos] != '"' && p.src[p.pos] != '\'' {
+			p.pos = save
 			break
 		}
 	}
-	str := s.String()
-	return pyLit{json: jsonQuoted(str), str: str, isStr: true}, nil
+	if isF {
+		return &hFString{parts: parts, off: start}, nil
+	}
+	return strLit(s.String(), start), nil
+}
+
+func strLit(s string, off int) *hLit {
+	return &hLit{lit: pyLit{json: jsonQuoted(s), str: s, isStr: true}, off: off}
 }
 
 // stringLit reads the literal whose opening quote is at p.pos; start is where

@@ -68,6 +68,7 @@ func parseJSON(text string) (Parsed, error) {
 					return Parsed{}, perr
 				}
 				p.Calls = append(p.Calls, c)
+				p.Raw = append(p.Raw, it.raw)
 			}
 		default:
 			return Parsed{}, parseErrAt(FormatJSON, text, off, `unknown key %q in the envelope; it may only hold "message" and "tools"`, m.key)

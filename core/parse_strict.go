@@ -31,7 +31,7 @@ func parseStrict(text string) (Parsed, error) {
 		if perr != nil {
 			return Parsed{}, perr
 		}
-		return Parsed{Calls: []NativeCall{c}}, nil
+		return Parsed{Calls: []NativeCall{c}, Raw: []string{t}}, nil
 	}
 	if !looksLikeStrictCall(text[start:end]) {
 		return Parsed{Text: text}, nil

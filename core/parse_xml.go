@@ -31,6 +31,7 @@ func parseXML(text string) (Parsed, error) {
 			return Parsed{}, perr
 		}
 		p.Calls = append(p.Calls, c)
+		p.Raw = append(p.Raw, text[j:next])
 		i = next
 	}
 	p.Text = strings.TrimSpace(msg.String())

@@ -97,14 +97,24 @@ func writeHelpersDocs(b *strings.Builder, tools []Tool) {
 	}
 	ex := exampleCall(tools[0])
 	ex.ID = ""
-	fmt.Fprintf(b, "\nTo call tools, write the calls inside a <helpers> block:\n\n%s\n\n", RenderCall(FormatHelpers, ex))
-	b.WriteString("- One call per line (or separate calls with ;); they run in the order written.\n" +
-		"- Pass arguments by keyword, or by position in the order of the signature.\n" +
-		"- Arguments must be literal values: strings, numbers, True, False, None, lists, tuples and dicts. " +
-		"No variables, expressions or nested calls: each result comes back in the next message, in a <helpers_result> block.\n" +
-		"- An argument shown as \"= ...\" is optional: leave it out rather than pass None.\n" +
-		"- Text outside the block is your message. To give your final answer, reply without a <helpers> block.\n")
+	fmt.Fprintf(b, "\nTo call tools, write statements inside a <helpers> block:\n\n%s\n\n", RenderCall(FormatHelpers, ex))
+	b.WriteString(helpersRules)
 }
+
+// helpersRules is what the system prompt tells a model about the helpers
+// subset (helperProgram documents it in full).
+const helpersRules = "- One statement per line (or separate statements with ;); they run in the order written. " +
+	"Every call's result comes back in the next message, in a <helpers_result> block.\n" +
+	"- Pass arguments by keyword, or by position in the order of the signature.\n" +
+	"- To use a result in the same block, assign it to a name (r = tool(...)) and use the name in a later statement. " +
+	"A result is text; when it is JSON, r[\"key\"] and r[0] read its fields and items.\n" +
+	"- Values are literals (strings, numbers, True, False, None, lists, tuples, dicts), names assigned before, " +
+	"x[\"key\"] and x[i], a + b (two strings, or two numbers) and f-strings such as f\"id {r['id']}\". " +
+	"Nothing else: no other operators, no conditions or loops, no attributes or methods, no call inside another call's arguments.\n" +
+	"- If a statement cannot be computed (a missing key, a result that is not JSON), the block stops there: " +
+	"the next message has the results so far and the error, in a <helpers_error> block.\n" +
+	"- An argument shown as \"= ...\" is optional: leave it out rather than pass None.\n" +
+	"- Text outside the block is your message. To give your final answer, reply without a <helpers> block.\n"
 
 // toolParams reads a tool's schema: each property's schema text by name,
 // the required names, and the property names in the order written.

@@ -34,7 +34,8 @@ func TestPromptToolDocsHelpers(t *testing.T) {
 		"find_user(name: str, zip: str = \"10001\") -> str\n    Find a user id by name and zip code.\n    name: the user's full name\n",
 		"\nnow() -> str\n",
 		"<helpers>\nfind_user(name=\"...\")\n</helpers>",
-		"literal values",
+		"assign it to a name (r = tool(...))",
+		"the block stops there",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("docs lack %q:\n%s", want, got)

@@ -116,7 +116,8 @@ func answerCalls(cfg Config, st State, results []ToolResult) (State, error) {
 		return st, fmt.Errorf("%w: %s", ErrMissingResults, strings.Join(missing, ", "))
 	}
 
-	turn := Turn{Calls: st.Turn.Calls, Results: append([]ToolResult(nil), st.Turn.Results...), Stopped: st.Turn.Stopped, Native: st.Turn.Native}
+	turn := *st.Turn
+	turn.Results = append([]ToolResult(nil), st.Turn.Results...)
 	for _, r := range results {
 		i := turn.index(r.CallID)
 		t, _ := cfg.tool(turn.Calls[i].Name)
@@ -142,12 +143,19 @@ func answerCalls(cfg Config, st State, results []ToolResult) (State, error) {
 			return st, nil // more of this turn to run
 		}
 	}
+	if turn.Program != nil {
+		return resumeProgram(cfg, st)
+	}
 	return finishTurn(cfg, st), nil
 }
 
 // finishTurn hands every result of the turn to the model, in the order the
 // model asked, and goes back to the model.
-func finishTurn(cfg Config, st State) State {
+func finishTurn(cfg Config, st State) State { return finishTurnWith(cfg, st, "") }
+
+// finishTurnWith is finishTurn with a note after the results of a text
+// format (a helpers program's error).
+func finishTurnWith(cfg Config, st State, note string) State {
 	turn := st.Turn
 	st.Turn = nil
 	st.Phase = PhaseModel
@@ -168,7 +176,11 @@ func finishTurn(cfg Config, st State) State {
 		}
 		return afterTurn(cfg, appendMessages(st, msgs...), turn)
 	}
-	return afterTurn(cfg, appendMessages(st, Message{Role: RoleUser, Content: renderTurnResults(cfg, st, turn.Calls, results), Attachments: attachmentsOf(results)}), turn)
+	content := renderTurnResults(cfg, st, turn.Calls, results)
+	if note != "" {
+		content += "\n" + note
+	}
+	return afterTurn(cfg, appendMessages(st, Message{Role: RoleUser, Content: content, Attachments: attachmentsOf(results)}), turn)
 }
 
 // resultText is what the model reads for a call: its output, or its error

@@ -28,6 +28,7 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of core/t
 //	cancel      body: the reason
 //	state       prints DescribeState
 //	messages    prints the conversation, one message a line
+//	last        prints the last message in full, each line after "| "
 //
 // Run `go test ./core -run TestScripts -rewrite` to regenerate the outputs.
 func TestScripts(t *testing.T) {
@@ -138,6 +139,12 @@ func runCommand(t *testing.T, b block, cfg *core.Config, st *core.State) string 
 			lines = append(lines, core.DescribeMessage(m))
 		}
 		return strings.Join(lines, "\n")
+	case "last":
+		if len(st.Messages) == 0 {
+			return "(no messages)"
+		}
+		m := st.Messages[len(st.Messages)-1]
+		return "| " + strings.ReplaceAll(string(m.Role)+": "+m.Content, "\n", "\n| ")
 	case "reply":
 		var r core.ModelReply
 		decode(&r)

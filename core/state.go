@@ -68,6 +68,13 @@ type ToolCall struct {
 	ID   string          `cbor:"1,keyasint,omitempty" json:"id"`
 	Name string          `cbor:"2,keyasint,omitempty" json:"name"`
 	Args json.RawMessage `cbor:"3,keyasint,omitempty" json:"arguments"`
+	// Raw is the text the call was parsed from: the <tool> block, the
+	// fenced block, the call object, or the helpers statement (for a call
+	// whose arguments use results, the statement as written: Args holds the
+	// values it computed). It is empty for native calls, which were not
+	// parsed from text: the arguments as sent are kept in the assistant
+	// message (ADR 0016).
+	Raw string `cbor:"4,keyasint,omitempty" json:"raw,omitempty"`
 }
 
 // State is everything needed to continue a run. It holds no live handles and
@@ -151,6 +158,24 @@ type Turn struct {
 	// Native is set when the calls were native tool calls: their results go
 	// back as tool messages rather than as text.
 	Native bool `cbor:"4,keyasint,omitempty"`
+	// Program is set when the turn interprets a helpers program (statements
+	// that use results): Calls then grows as the program reaches its calls.
+	Program *Program `cbor:"5,keyasint,omitempty"`
+}
+
+// Program locates the helpers program a turn interprets (ADR 0016). Its
+// statements are read again from the assistant message that wrote them, and
+// the program is run again from its start with the results of the calls it
+// made so far (Turn.Calls and Turn.Results, in order): the bindings are
+// derived, never stored, so a turn checkpointed between two calls resumes
+// exactly.
+type Program struct {
+	// Message is the index in State.Messages of the assistant message
+	// holding the <helpers> blocks.
+	Message int `cbor:"1,keyasint"`
+	// Step is the step the reply came in at: the n-th call statement's id
+	// is call_<Step>_<n>, as for a block of literal calls.
+	Step int `cbor:"2,keyasint,omitempty"`
 }
 
 // Failure is why a run failed.
@@ -174,6 +199,22 @@ const (
 	FailBudget        FailCode = "budget_exhausted"
 	FailCycle         FailCode = "cycle"
 )
+
+// PendingCalls returns the calls of the pending request (tool calls,
+// external calls, or a memory tool's call), in the model's order, each with
+// the raw text it was parsed from; nil when no call is pending.
+func (s State) PendingCalls() []ToolCall {
+	if s.Pending == nil || s.Turn == nil {
+		return nil
+	}
+	var out []ToolCall
+	for _, id := range s.Pending.CallIDs {
+		if i := s.Turn.index(id); i >= 0 {
+			out = append(out, s.Turn.Calls[i])
+		}
+	}
+	return out
+}
 
 // Done reports whether the run has ended (completed or failed).
 func (s State) Done() bool { return s.Phase == PhaseDone || s.Phase == PhaseFailed }

@@ -33,6 +33,9 @@ func checkState(st State) error {
 		if st.Turn == nil || len(st.Turn.Results) != len(st.Turn.Calls) {
 			return fmt.Errorf("%w: phase tools without a well-formed turn", ErrBadState)
 		}
+		if p := st.Turn.Program; p != nil && p.Message < 0 {
+			return fmt.Errorf("%w: the turn's program is in message %d", ErrBadState, p.Message)
+		}
 	case PhaseFailed:
 		if st.Failure == nil {
 			return fmt.Errorf("%w: phase failed without a failure", ErrBadState)
@@ -73,32 +76,43 @@ func decide(cfg Config, st State) State {
 	return st
 }
 
-// nextBatch picks what to run next from a turn, in the model's order: the
-// first unanswered memory call on its own, or the run of internal calls up to
-// the next memory call; external calls wait until every other call is done.
+// nextBatch picks what to run next from a turn, in the model's order: from
+// the first unanswered call, the calls of the same kind that follow it
+// without a gap. A memory call runs on its own; a run of internal (and MCP)
+// calls is one RequestToolCalls (concurrent with Policy.Parallel); a run of
+// external calls is one pause. So internal calls written before an
+// external one run before the pause, and those written after it run once
+// its result is in.
 func nextBatch(cfg Config, turn *Turn) *Pending {
-	var internal, external []string
+	var p *Pending
 	for i, c := range turn.Calls {
 		if turn.Results[i].CallID != "" {
 			continue
 		}
-		if kind, ok := memoryKind(c.Name); ok && cfg.Memory.Tools {
-			if len(internal) > 0 {
-				break
-			}
-			return &Pending{Kind: kind, CallIDs: []string{c.ID}}
+		kind := callKind(cfg, c)
+		switch {
+		case p == nil:
+			p = &Pending{Kind: kind}
+		case kind != p.Kind || kind != PendingTools && kind != PendingExternal:
+			return p
 		}
-		t, _ := cfg.tool(c.Name)
-		if t.mode() == ModeExternal {
-			external = append(external, c.ID)
-			continue
-		}
-		internal = append(internal, c.ID)
+		p.CallIDs = append(p.CallIDs, c.ID)
 	}
-	if len(internal) > 0 {
-		return &Pending{Kind: PendingTools, CallIDs: internal}
+	if p == nil {
+		return &Pending{Kind: PendingExternal} // no call left: pendingCalls reports the bad turn
 	}
-	return &Pending{Kind: PendingExternal, CallIDs: external}
+	return p
+}
+
+// callKind is the kind of request that runs c.
+func callKind(cfg Config, c ToolCall) PendingKind {
+	if kind, ok := memoryKind(c.Name); ok && cfg.Memory.Tools {
+		return kind
+	}
+	if t, _ := cfg.tool(c.Name); t.mode() == ModeExternal {
+		return PendingExternal
+	}
+	return PendingTools
 }
 
 // actionFor renders the state's pending request (or its end) as an Action.

@@ -206,10 +206,17 @@ type jsonOutcome struct {
 	InDoubt []jsonInDoubt `json:"in_doubt_calls,omitempty"`
 }
 
+// jsonCall is a call in --json output: its id, name and arguments, and raw,
+// the text the model wrote it as ("" for a native call: see ADR 0016).
 type jsonCall struct {
 	ID        string          `json:"id"`
 	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments"`
+	Raw       string          `json:"raw"`
+}
+
+func callJSON(c core.ToolCall) jsonCall {
+	return jsonCall{ID: c.ID, Name: c.Name, Arguments: rawArgs(c.Args), Raw: c.Raw}
 }
 
 type jsonFailure struct {
@@ -229,7 +236,7 @@ type jsonInDoubt struct {
 func inDoubtJSON(list []shell.InDoubtCall) []jsonInDoubt {
 	var out []jsonInDoubt
 	for _, d := range list {
-		out = append(out, jsonInDoubt{jsonCall: jsonCall{ID: d.Call.ID, Name: d.Call.Name, Arguments: rawArgs(d.Call.Args)},
+		out = append(out, jsonInDoubt{jsonCall: callJSON(d.Call),
 			Step: d.Step, Started: d.Started.UTC().Format(time.RFC3339Nano), Resolution: d.Resolution})
 	}
 	return out
@@ -251,7 +258,7 @@ func (e *env) report(out shell.Outcome, asJSON bool) int {
 		j := jsonOutcome{RunID: out.RunID, Status: string(out.Status), Answer: out.Answer, ToolsUsed: nonNil(out.ToolsUsed), Sources: nonNil(out.Sources), Pending: []jsonCall{}, Steps: out.Steps,
 			Reason: out.Reason, InDoubt: inDoubtJSON(out.InDoubt)}
 		for _, c := range out.Pending {
-			j.Pending = append(j.Pending, jsonCall{ID: c.ID, Name: c.Name, Arguments: rawArgs(c.Args)})
+			j.Pending = append(j.Pending, callJSON(c))
 		}
 		if out.Failure != nil {
 			j.Error = out.Failure.Reason

@@ -17,7 +17,9 @@ With --result, STEP's request gets that result instead of being performed again:
 a model reply {"text": "...", "tool_calls": [{"id", "name", "arguments"}]} or tool
 results [{"tool_call_id": ..., "result": ...}]. With --script, the new run's model
 calls are answered from the script, starting at its first line. With --agent, the
-new run is driven by that agent file instead of the recorded one.`}
+new run is driven by that agent file instead of the recorded one.
+
+` + jsonStatusHelp}
 	c.run = func(e *env, args []string) int {
 		fs := e.flags(c)
 		db := e.dbFlag(fs)

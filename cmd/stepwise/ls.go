@@ -16,7 +16,9 @@ func init() {
 	c := &command{name: "ls", args: "[--status S] [--agent A] [--limit N] [--json]", summary: "list runs",
 		help: `Lists runs, newest first, with status, agent, steps, age and who drives them.
 A run whose driver died is shown interrupted (resume it), not running. When more runs
-match than --limit, the last line says so.`}
+match than --limit, the last line says so.
+
+` + jsonStatusHelp}
 	c.run = func(e *env, args []string) int {
 		fs := e.flags(c)
 		db := e.dbFlag(fs)
@@ -80,7 +82,15 @@ match than --limit, the last line says so.`}
 				More bool      `json:"more"`
 			}{Runs: []jsonRun{}, More: more}
 			for _, r := range shown {
-				out.Runs = append(out.Runs, runJSON(r, now, false))
+				j := runJSON(r, now, false)
+				if r.Status == store.StatusAwaitingToolResults {
+					rec, err := st.LoadLatest(ctx, r.ID)
+					if err != nil {
+						return e.storeErr(c.name, err)
+					}
+					j.Pending = pendingJSON(rec.State)
+				}
+				out.Runs = append(out.Runs, j)
 			}
 			enc := json.NewEncoder(e.stdout)
 			enc.SetEscapeHTML(false)

@@ -22,7 +22,9 @@ refused with exit 2 and nothing changes); or, for in-doubt calls, what they did
 
 With --agent, the run continues with a changed agent file (a new base_url, key
 variable, timeout), recorded with the run. A run another process drives is refused
-with exit 6 (--wait DURATION waits for it instead).`}
+with exit 6 (--wait DURATION waits for it instead).
+
+` + jsonStatusHelp}
 	c.run = func(e *env, args []string) int {
 		fs := e.flags(c)
 		db := e.dbFlag(fs)

@@ -15,7 +15,9 @@ func init() {
 Progress goes to stderr, one line per step; the answer goes to stdout.
 A paused run prints its pending calls (id, name, arguments) and exits 3; a run whose
 model or tools stay unavailable past their retry policy stalls and exits 7.
-Without INPUT the input is read from stdin; an empty input is refused.`}
+Without INPUT the input is read from stdin; an empty input is refused.
+
+` + jsonStatusHelp}
 	c.run = func(e *env, args []string) int {
 		fs := e.flags(c)
 		db := e.dbFlag(fs)

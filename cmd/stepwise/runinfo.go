@@ -3,6 +3,7 @@ package main
 import (
 	"time"
 
+	"github.com/stepwise-agent/stepwise/core"
 	"github.com/stepwise-agent/stepwise/shell"
 	"github.com/stepwise-agent/stepwise/store"
 )
@@ -67,13 +68,36 @@ type jsonRun struct {
 	ParentID     string       `json:"parent_id,omitempty"`
 	ParentStep   int          `json:"parent_step,omitempty"`
 	Holder       *jsonHolder  `json:"holder"`
+	// Pending is the calls the run is paused for: [] unless its status is
+	// awaiting_tool_results, never null.
+	Pending []jsonCall `json:"pending_tool_calls"`
+}
+
+// jsonStatusHelp documents the status vocabulary and pending_tool_calls of
+// every --json output (run, resume, fork, show, ls), for their help texts.
+const jsonStatusHelp = `With --json, "status" is one of: running, awaiting_tool_results, interrupted,
+stalled, completed, failed, cancelled (the same names in run, resume, fork, show
+and ls). "pending_tool_calls" is always an array, never null or absent: the calls a
+run awaiting_tool_results is paused for, each with id, name, arguments and raw (the
+text the model wrote the call as; "" for a native call), and [] otherwise.`
+
+// pendingJSON is the calls a run in state st is paused for, [] when none.
+func pendingJSON(st core.State) []jsonCall {
+	out := []jsonCall{}
+	if st.Pending == nil || st.Pending.Kind != core.PendingExternal {
+		return out
+	}
+	for _, c := range st.PendingCalls() {
+		out = append(out, callJSON(c))
+	}
+	return out
 }
 
 func runJSON(ri store.RunInfo, now time.Time, withInput bool) jsonRun {
 	status, note := shownStatus(ri, now)
 	j := jsonRun{ID: ri.ID, Agent: ri.Agent, Status: string(status), Note: note, Steps: ri.LastSeq,
 		Created: ri.Created.UTC().Format(time.RFC3339Nano), Updated: ri.Updated.UTC().Format(time.RFC3339Nano),
-		Answer: ri.Answer, Reason: ri.Reason, ParentID: ri.ParentID, ParentStep: ri.ParentStep, Holder: holderJSON(ri.Lease, now)}
+		Answer: ri.Answer, Reason: ri.Reason, ParentID: ri.ParentID, ParentStep: ri.ParentStep, Holder: holderJSON(ri.Lease, now), Pending: []jsonCall{}}
 	if status != ri.Status {
 		j.StoredStatus = string(ri.Status)
 	}

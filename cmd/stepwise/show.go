@@ -20,7 +20,9 @@ the time it took and the tokens it used, then the result it got. Also who drives
 run (and whether that process is alive), the calls in doubt (non-idempotent calls that
 were in flight when the run stopped) and the agent changes. --step N shows one step in
 full: the result, the action, the state and the conversation. --json prints the same
-as one JSON object.`}
+as one JSON object.
+
+` + jsonStatusHelp}
 	c.run = func(e *env, args []string) int {
 		fs := e.flags(c)
 		db := e.dbFlag(fs)
@@ -68,6 +70,9 @@ as one JSON object.`}
 			}
 			if out.InDoubt == nil {
 				out.InDoubt = []jsonInDoubt{}
+			}
+			if info.Status == store.StatusAwaitingToolResults {
+				out.Run.Pending = pendingJSON(tl.last)
 			}
 			return e.writeJSON(out)
 		}
@@ -242,7 +247,7 @@ func stepJSON(rec store.StepRecord) jsonStepFull {
 	for _, m := range rec.State.Messages {
 		jm := jsonMessage{Role: string(m.Role), Content: m.Content, CallID: m.CallID, Name: m.Name, IsError: m.IsError}
 		for _, c := range m.Calls {
-			jm.Calls = append(jm.Calls, jsonCall{ID: c.ID, Name: c.Name, Arguments: rawArgs(c.Args)})
+			jm.Calls = append(jm.Calls, callJSON(c))
 		}
 		j.Messages = append(j.Messages, jm)
 	}

@@ -174,6 +174,9 @@ func Replies(cfg core.Config) *rapid.Generator[core.ModelReply] {
 		if f == core.FormatNative || f == "" {
 			return core.ModelReply{Text: preamble, Calls: calls, Usage: usage}
 		}
+		if f == core.FormatHelpers && rapid.IntRange(0, 2).Draw(t, "program") == 0 {
+			return core.ModelReply{Text: programText(t, preamble, calls), Usage: usage}
+		}
 		return core.ModelReply{Text: textCalls(t, f, preamble, calls), Usage: usage}
 	})
 }
@@ -193,6 +196,41 @@ func textCalls(t *rapid.T, f core.Format, preamble string, calls []core.NativeCa
 	}
 	if rapid.IntRange(0, 8).Draw(t, "truncate") == 0 && len(text) > 2 {
 		text = text[:rapid.IntRange(1, len(text)-1).Draw(t, "cut")]
+	}
+	return text
+}
+
+// programText writes calls as a helpers program whose later calls use the
+// first one's result: r0 = first(...), each later call with its "q"
+// argument (when it has one) replaced by f"{r0}", and a last statement
+// that reads r0. The result decides what happens: a failed first call, or
+// an empty one where q needs a character, stops the block.
+func programText(t *rapid.T, preamble string, calls []core.NativeCall) string {
+	stmt := func(c core.NativeCall) string {
+		s := core.RenderCall(core.FormatHelpers, c)
+		return strings.TrimSuffix(strings.TrimPrefix(s, "<helpers>\n"), "\n</helpers>")
+	}
+	lines := []string{"r0 = " + stmt(calls[0])}
+	for _, c := range calls[1:] {
+		var args map[string]any
+		if json.Unmarshal([]byte(c.Arguments), &args) != nil || args["q"] == nil || rapid.Bool().Draw(t, "keep-q") {
+			lines = append(lines, stmt(c))
+			continue
+		}
+		delete(args, "q")
+		c.Arguments = mustJSON(args)
+		s := stmt(c)
+		i := strings.IndexByte(s, '(')
+		sep := ", "
+		if strings.HasSuffix(s, "()") {
+			sep = ""
+		}
+		lines = append(lines, s[:i+1]+`q=f"{r0}"`+sep+s[i+1:])
+	}
+	lines = append(lines, rapid.SampledFrom([]string{`seen = f"{r0}"`, `first = r0[0]`, `n = r0["n"] + 1`}).Draw(t, "reads-r0"))
+	text := "<helpers>\n" + strings.Join(lines, "\n") + "\n</helpers>"
+	if preamble != "" {
+		text = preamble + "\n" + text
 	}
 	return text
 }

@@ -40,6 +40,8 @@ type apiCall struct {
 	ID        string          `json:"id"`
 	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments"`
+	// Raw is the text the model wrote the call as; "" for a native call.
+	Raw string `json:"raw"`
 }
 
 type apiInDoubt struct {
@@ -155,7 +157,7 @@ func callOf(c core.ToolCall) apiCall {
 	if !json.Valid(args) {
 		args = json.RawMessage("{}")
 	}
-	return apiCall{ID: c.ID, Name: c.Name, Arguments: args}
+	return apiCall{ID: c.ID, Name: c.Name, Arguments: args, Raw: c.Raw}
 }
 
 // runList is a page of GET /v1/runs.

@@ -73,6 +73,9 @@
 //
 // parameters may be a JSON string (property order kept, which the helpers
 // format uses for positional arguments) or a TOML table (properties sorted).
+// With format = "helpers" the model writes small Python-style programs
+// whose calls can use earlier calls' results ("The helpers format" in
+// package core; `stepwise tools FILE` shows what the model is told).
 // Unknown keys and values of the wrong type are errors naming the file, line
 // and column; the errors found after decoding (a bad schema, a negative
 // limit, an unknown format, a bad duration, a missing script) name the file
