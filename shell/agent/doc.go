@@ -3,6 +3,7 @@
 //
 // An agent file:
 //
+//	preset = "edison"            # optional: see Presets
 //	name = "coder"
 //	system_prompt = "You write and run small programs."
 //	format = "native"            # native | xml | json | fenced | strict | helpers | auto,
@@ -86,6 +87,25 @@
 // --script overrides the primary model's; a relative --script is relative
 // to the current directory, and a run records it as an absolute path, so
 // resume finds it again.
+//
+// # Presets
+//
+// preset = NAME starts the file from the defaults of one of the reference
+// designs stepwise unifies; every key the file writes itself wins (even
+// written as false or 0). A preset only fills keys; `stepwise tools`
+// shows the result.
+//
+//	preset      what it sets
+//	sabre       format = "helpers"
+//	ai_battle   format = "fenced"; with a [models.helper], [collaboration]
+//	            threshold = 0.7, max_retries = 3
+//	caxton      format = "native"; [memory] tools = true; [cycles]
+//	            max_period = 4, repeats = 2 (no_progress 6)
+//	torchrl     format = "xml"; [policy] stop_on_error = true
+//	edison      format = "strict"; [limits] max_turns = 5,
+//	            max_corrections = 1; [policy] on_max_turns = "answer",
+//	            reject_unknown_args = true, citations = "sources";
+//	            [summary] items = 3, item_chars = 200, max_bytes = 900
 //
 // # Retries
 //

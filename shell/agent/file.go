@@ -4,6 +4,9 @@ import "github.com/stepwise-agent/stepwise/core"
 
 // File is the TOML shape of an agent file.
 type File struct {
+	// Preset names a reference design whose defaults the file starts from
+	// (preset.go); the keys the file sets win.
+	Preset       string   `toml:"preset"`
 	Name         string   `toml:"name"`
 	SystemPrompt string   `toml:"system_prompt"`
 	Format       string   `toml:"format"`

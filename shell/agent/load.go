@@ -94,6 +94,9 @@ func parse(data []byte, name, dir string, checkFiles bool) (*Spec, error) {
 	if err := dec.Decode(&f); err != nil {
 		return nil, tomlError(name, err)
 	}
+	if err := applyPreset(&f, data, name); err != nil {
+		return nil, err
+	}
 	s := &Spec{
 		File: f, Dir: dir, Text: data, ToolTimeouts: map[string]time.Duration{},
 		ToolRetry: map[string]shell.RetryPolicy{}, ToolSettings: map[string]shell.ToolSettings{}, modelRetry: map[string]shell.RetryPolicy{},
