@@ -90,7 +90,25 @@ func genMessage(text *rapid.Generator[string]) *rapid.Generator[Message] {
 			CallID:  text.Draw(t, "call-id"),
 			Name:    text.Draw(t, "name"),
 			IsError: rapid.Bool().Draw(t, "is-error"),
+			Opaque:  genOpaquePtr(text).Draw(t, "opaque"),
 		}
+	})
+}
+
+func genOpaque(text *rapid.Generator[string]) *rapid.Generator[Opaque] {
+	return rapid.Custom(func(t *rapid.T) Opaque {
+		return Opaque{Provider: text.Draw(t, "provider"), Data: genBytes().Draw(t, "data")}
+	})
+}
+
+// genOpaquePtr is mostly nil, as in most messages.
+func genOpaquePtr(text *rapid.Generator[string]) *rapid.Generator[*Opaque] {
+	return rapid.Custom(func(t *rapid.T) *Opaque {
+		if rapid.IntRange(0, 3).Draw(t, "has-opaque") > 0 {
+			return nil
+		}
+		o := genOpaque(text).Draw(t, "opaque")
+		return &o
 	})
 }
 
@@ -265,7 +283,8 @@ func genNativeCall(text *rapid.Generator[string]) *rapid.Generator[NativeCall] {
 
 func genUsage() *rapid.Generator[Usage] {
 	return rapid.Custom(func(t *rapid.T) Usage {
-		return Usage{PromptTokens: genInt().Draw(t, "prompt"), CompletionTokens: genInt().Draw(t, "completion")}
+		return Usage{PromptTokens: genInt().Draw(t, "prompt"), CompletionTokens: genInt().Draw(t, "completion"),
+			CachedTokens: genInt().Draw(t, "cached"), ReasoningTokens: genInt().Draw(t, "reasoning")}
 	})
 }
 
@@ -277,6 +296,7 @@ func genModelReply(text *rapid.Generator[string]) *rapid.Generator[ModelReply] {
 			FinishReason: text.Draw(t, "finish-reason"),
 			Usage:        genUsage().Draw(t, "usage"),
 			Error:        text.Draw(t, "error"),
+			Opaque:       genOpaquePtr(text).Draw(t, "opaque"),
 		}
 	})
 }

@@ -52,8 +52,17 @@ func messagesSize(msgs []Message) int {
 		if len(m.Calls) > 0 {
 			n += callsSize(m.Calls)
 		}
+		n += opaqueSize(m.Opaque)
 	}
 	return n
+}
+
+// opaqueSize is the size of an Opaque field (0 when nil).
+func opaqueSize(o *Opaque) int {
+	if o == nil {
+		return 0
+	}
+	return 2 + textSize(o.Provider) + fieldSize(len(o.Data))
 }
 
 func callsSize(calls []ToolCall) int {

@@ -30,6 +30,9 @@ func messageSize(m Message) int {
 	for _, c := range m.Calls {
 		n += messageOverhead + len(c.ID) + len(c.Name) + len(c.Args)
 	}
+	if o := m.Opaque; o != nil {
+		n += messageOverhead + len(o.Provider) + len(o.Data)
+	}
 	return n
 }
 

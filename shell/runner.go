@@ -76,11 +76,22 @@ type Event struct {
 	RunID string
 	Seq   int
 	// Kind is "model", "tools", "tool", "external", "memory", "complete",
-	// "fail", "interrupted", "stalled", "retry" or "in_doubt".
+	// "fail", "interrupted", "stalled", "retry" or "in_doubt"; while a
+	// model call is in flight, "calling" when it starts, then "delta" for
+	// each piece of its reply as it streams and "retry" for each retry of
+	// the call (see Index). Seq is then the step whose request the call
+	// answers.
 	Kind     string
 	Text     string
 	Duration time.Duration
 	Usage    core.Usage
+	// Index numbers the "delta" and "retry" events of one model call,
+	// from 1; with Seq it identifies them ("SEQ.N" in the service's
+	// event stream). 0 for the other events.
+	Index int
+	// Part says what a delta is a piece of: "text", "reasoning", or
+	// "call:NAME" for the arguments of a call to the tool NAME.
+	Part string
 }
 
 // Runner drives runs of agents and owns their goroutines, contexts and
