@@ -26,8 +26,17 @@ type Model struct {
 	Temperature *float32 `toml:"temperature"`
 	MaxTokens   int      `toml:"max_tokens"`
 	Script      string   `toml:"script"`
-	// Retry is the [models.ROLE.retry] table (provider openai).
+	// Retry is the [models.ROLE.retry] table (the HTTP providers).
 	Retry *Retry `toml:"retry"`
+	// Stream = false sends requests unstreamed (default: streamed).
+	Stream *bool `toml:"stream"`
+	// ReasoningEffort and ReasoningSummary (openai-responses) set the
+	// request's reasoning.effort and reasoning.summary.
+	ReasoningEffort  string `toml:"reasoning_effort"`
+	ReasoningSummary string `toml:"reasoning_summary"`
+	// ThinkingBudget (anthropic) turns extended thinking on with this
+	// many tokens.
+	ThinkingBudget int `toml:"thinking_budget"`
 }
 
 // Retry is a retry table: [models.ROLE.retry], or a tool table's retry key.

@@ -12,7 +12,7 @@ import (
 
 	"github.com/stepwise-agent/stepwise/core"
 	"github.com/stepwise-agent/stepwise/shell"
-	mt "github.com/stepwise-agent/stepwise/shell/models/internal/modeltest"
+	mt "github.com/stepwise-agent/stepwise/internal/modeltest"
 )
 
 // Chunks as OpenAI streams them: data-only events, the first with the

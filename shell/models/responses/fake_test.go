@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	mt "github.com/stepwise-agent/stepwise/shell/models/internal/modeltest"
+	mt "github.com/stepwise-agent/stepwise/internal/modeltest"
 )
 
 // Output items as the Responses API returns them.

@@ -11,7 +11,7 @@ import (
 
 	"github.com/stepwise-agent/stepwise/core"
 	"github.com/stepwise-agent/stepwise/shell"
-	mt "github.com/stepwise-agent/stepwise/shell/models/internal/modeltest"
+	mt "github.com/stepwise-agent/stepwise/internal/modeltest"
 )
 
 func newProvider(t *testing.T, srv *mt.Server, opts Options) (*Provider, *mt.Sleeps) {
