@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/stepwise-agent/stepwise/core"
-	"github.com/stepwise-agent/stepwise/shell"
 	mt "github.com/stepwise-agent/stepwise/internal/modeltest"
+	"github.com/stepwise-agent/stepwise/shell"
 )
 
 func newProvider(t *testing.T, srv *mt.Server, opts Options) (*Provider, *mt.Sleeps) {

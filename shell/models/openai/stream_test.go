@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/stepwise-agent/stepwise/core"
-	"github.com/stepwise-agent/stepwise/shell"
 	mt "github.com/stepwise-agent/stepwise/internal/modeltest"
+	"github.com/stepwise-agent/stepwise/shell"
 )
 
 // Chunks as OpenAI streams them: data-only events, the first with the
