@@ -40,7 +40,11 @@ func (r *Runner) modelStream(req *ModelRequest, cur *cursor, role core.ModelRole
 	s := &callStream{r: r, runID: cur.id, seq: cur.seq, role: role, x: x, names: map[int]string{}}
 	req.OnDelta, req.OnRetry = s.delta, s.retry
 	r.emit(func() Event {
-		return Event{RunID: cur.id, Seq: cur.seq, Kind: "calling", Text: fmt.Sprintf("%s model (%d messages)", role, len(req.Messages))}
+		n, plural := len(req.Messages), "s"
+		if n == 1 {
+			plural = ""
+		}
+		return Event{RunID: cur.id, Seq: cur.seq, Kind: "calling", Text: fmt.Sprintf("%s model (%d message%s)", role, n, plural)}
 	})
 	return s
 }

@@ -51,7 +51,7 @@ type Request struct {
 }
 
 // Server is an in-process endpoint. The last reply repeats once the queue
-// is drained.
+// is drained, until Push queues more.
 type Server struct {
 	*httptest.Server
 	t *testing.T
@@ -59,6 +59,9 @@ type Server struct {
 	mu       sync.Mutex
 	replies  []Reply
 	requests []Request
+	// repeating is set once the last reply was served: it repeats until
+	// Push queues more.
+	repeating bool
 }
 
 // New starts a Server answering with replies, closed when t ends.
@@ -70,10 +73,13 @@ func New(t *testing.T, replies ...Reply) *Server {
 	return s
 }
 
-// Push queues more replies.
+// Push queues more replies, after those not served yet.
 func (s *Server) Push(replies ...Reply) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.repeating {
+		s.replies, s.repeating = nil, false
+	}
 	s.replies = append(s.replies, replies...)
 }
 
@@ -92,6 +98,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	rep := s.replies[0]
 	if len(s.replies) > 1 {
 		s.replies = s.replies[1:]
+	} else {
+		s.repeating = true
 	}
 	s.mu.Unlock()
 	if rep.Hang {
