@@ -100,3 +100,17 @@ func TestModelCallEvents(t *testing.T) {
 		t.Fatalf("Start = %+v, %v", out, err)
 	}
 }
+
+// TestOpaqueIsRedacted: a provider's opaque data is JSON text, and a
+// secret in it is replaced like anywhere else, leaving it JSON.
+func TestOpaqueIsRedacted(t *testing.T) {
+	x := shell.NewRedactor([]shell.Secret{{Name: "API_KEY", Value: "sk-live-0123456789"}})
+	in := core.ModelReply{Opaque: &core.Opaque{Provider: "anthropic", Data: []byte(`[{"type":"thinking","thinking":"the key is sk-live-0123456789"}]`)}}
+	out := x.Result(in).(core.ModelReply)
+	if string(out.Opaque.Data) != `[{"type":"thinking","thinking":"the key is [redacted:API_KEY]"}]` || out.Opaque.Provider != "anthropic" {
+		t.Errorf("redacted opaque %+v %s", out.Opaque, out.Opaque.Data)
+	}
+	if !strings.Contains(string(in.Opaque.Data), "sk-live") {
+		t.Errorf("the caller's reply was changed")
+	}
+}
