@@ -26,7 +26,8 @@
 //     to the request's OnDelta as they arrive, and the stream is assembled
 //     (the SDK's Message.Accumulate) into the message the same request
 //     gives unstreamed. A stream that ends before message_stop broke off,
-//     and is retried.
+//     and is retried. Unstreamed, the SDK refuses a max_tokens so large
+//     the request might take over ten minutes (a permanent error).
 //   - Retries are shell/models/internal/httpcall's, as for every provider
 //     (429 with Retry-After, 529 overloaded and other 5xx, transport
 //     errors, idle attempts, broken streams, malformed replies); an error
