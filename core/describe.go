@@ -83,7 +83,13 @@ func DescribeResult(r Result) string {
 		if r.Usage != (Usage{}) {
 			s += fmt.Sprintf(" tokens=%d+%d", r.Usage.PromptTokens, r.Usage.CompletionTokens)
 		}
-		return s
+		if r.Usage.CachedTokens != 0 {
+			s += fmt.Sprintf(" cached=%d", r.Usage.CachedTokens)
+		}
+		if r.Usage.ReasoningTokens != 0 {
+			s += fmt.Sprintf(" reasoning=%d", r.Usage.ReasoningTokens)
+		}
+		return s + describeOpaque(r.Opaque)
 	case ToolResults:
 		parts := make([]string, len(r.Results))
 		for i, x := range r.Results {
@@ -170,7 +176,15 @@ func DescribeMessage(m Message) string {
 	for _, c := range m.Calls {
 		s += fmt.Sprintf(" call(%s %s %s)", c.ID, c.Name, clip(string(c.Args)))
 	}
-	return s + describeAttachments(m.Attachments)
+	return s + describeAttachments(m.Attachments) + describeOpaque(m.Opaque)
+}
+
+// describeOpaque names a provider's opaque data and its size, not its bytes.
+func describeOpaque(o *Opaque) string {
+	if o == nil {
+		return ""
+	}
+	return fmt.Sprintf(" opaque(%s %d bytes)", o.Provider, len(o.Data))
 }
 
 func describeCalls(calls []ToolCall) string {

@@ -160,6 +160,21 @@ func appendMessage(dst []byte, m *Message) []byte {
 	if len(m.Attachments) > 0 {
 		dst = appendList(f.key(dst, 7), m.Attachments, appendAttachment)
 	}
+	if m.Opaque != nil {
+		dst = appendOpaque(f.key(dst, 8), m.Opaque)
+	}
+	return f.close(dst)
+}
+
+func appendOpaque(dst []byte, o *Opaque) []byte {
+	var f fields
+	dst = f.open(dst)
+	if o.Provider != "" {
+		dst = appendText(f.key(dst, 1), o.Provider)
+	}
+	if len(o.Data) > 0 {
+		dst = appendBytes(f.key(dst, 2), o.Data)
+	}
 	return f.close(dst)
 }
 
@@ -455,6 +470,9 @@ func appendModelReply(dst []byte, r *ModelReply) []byte {
 	if r.Error != "" {
 		dst = appendText(f.key(dst, 5), r.Error)
 	}
+	if r.Opaque != nil {
+		dst = appendOpaque(f.key(dst, 6), r.Opaque)
+	}
 	return f.close(dst)
 }
 
@@ -481,6 +499,12 @@ func appendUsage(dst []byte, u *Usage) []byte {
 	}
 	if u.CompletionTokens != 0 {
 		dst = appendInt(f.key(dst, 2), u.CompletionTokens)
+	}
+	if u.CachedTokens != 0 {
+		dst = appendInt(f.key(dst, 3), u.CachedTokens)
+	}
+	if u.ReasoningTokens != 0 {
+		dst = appendInt(f.key(dst, 4), u.ReasoningTokens)
 	}
 	return f.close(dst)
 }
@@ -566,8 +590,8 @@ func encodeResultFast(dst []byte, kind string, r Result) ([]byte, bool) {
 func resultFieldsSize(r Result) (int, bool) {
 	switch r := r.(type) {
 	case ModelReply:
-		usage := 2 + 2*intField
-		return textSize(r.Text) + nativeCallsSize(r.Calls) + textSize(r.FinishReason) + usage + textSize(r.Error), true
+		usage := 2 + 4*intField
+		return textSize(r.Text) + nativeCallsSize(r.Calls) + textSize(r.FinishReason) + usage + textSize(r.Error) + opaqueSize(r.Opaque), true
 	case ToolResults:
 		return resultsSize(r.Results), true
 	}

@@ -67,6 +67,7 @@ func TestFastEncodersMatchLibrary(t *testing.T) {
 	t.Run("ModelReply", sameAsLibrary(genModelReply(genText()), appendModelReply))
 	t.Run("NativeCall", sameAsLibrary(genNativeCall(genText()), appendNativeCall))
 	t.Run("Usage", sameAsLibrary(genUsage(), appendUsage))
+	t.Run("Opaque", sameAsLibrary(genOpaque(genText()), appendOpaque))
 	t.Run("ToolResults", sameAsLibrary(genToolResults(genText()), appendToolResults))
 }
 
@@ -282,6 +283,10 @@ func TestFastEncodingExamples(t *testing.T) {
 		{"program: message always, step when set", appendTurn(nil, &Turn{Program: &Program{}}), "a301f602f605 a10100"},
 		{"empty usage omitted", appendModelReply(nil, &ModelReply{}), "a0"},
 		{"usage", appendModelReply(nil, &ModelReply{Usage: Usage{CompletionTokens: 1}}), "a104 a10201"},
+		{"usage details", appendModelReply(nil, &ModelReply{Usage: Usage{CachedTokens: 2, ReasoningTokens: 3}}), "a104 a2 0302 0403"},
+		{"nil opaque omitted", appendMessage(nil, &Message{Role: RoleAssistant}), "a1 0169 617373697374616e74"},
+		{"opaque", appendMessage(nil, &Message{Opaque: &Opaque{Provider: "p", Data: []byte{1}}}), "a1 08 a2 0161 70 0241 01"},
+		{"empty opaque kept", appendModelReply(nil, &ModelReply{Opaque: &Opaque{Data: []byte{}}}), "a1 06 a0"},
 		{"negative ints", appendCounters(nil, &Counters{Steps: -1, Bytes: -25}), "a2 0120 08 3818"},
 		{"int heads", appendCounters(nil, &Counters{Steps: 23, ModelCalls: 24, Corrections: 256, Escalations: 1 << 16, Repeats: 1 << 32}),
 			"a5 0117 021818 03190100 041a00010000 051b0000000100000000"},
@@ -308,7 +313,9 @@ var fastFields = map[reflect.Type][]string{
 		"Calls []core.ToolCall `3,keyasint,omitempty`", "CallID string `4,keyasint,omitempty`",
 		"Name string `5,keyasint,omitempty`", "IsError bool `6,keyasint,omitempty`",
 		"Attachments []core.Attachment `7,keyasint,omitempty`",
+		"Opaque *core.Opaque `8,keyasint,omitempty`",
 	},
+	reflect.TypeFor[Opaque](): {"Provider string `1,keyasint,omitempty`", "Data []uint8 `2,keyasint,omitempty`"},
 	reflect.TypeFor[ToolCall](): {
 		"ID string `1,keyasint,omitempty`", "Name string `2,keyasint,omitempty`",
 		"Args json.RawMessage `3,keyasint,omitempty`", "Raw string `4,keyasint,omitempty`",
@@ -375,13 +382,16 @@ var fastFields = map[reflect.Type][]string{
 	reflect.TypeFor[ModelReply](): {
 		"Text string `1,keyasint,omitempty`", "Calls []core.NativeCall `2,keyasint,omitempty`",
 		"FinishReason string `3,keyasint,omitempty`", "Usage core.Usage `4,keyasint,omitempty`",
-		"Error string `5,keyasint,omitempty`",
+		"Error string `5,keyasint,omitempty`", "Opaque *core.Opaque `6,keyasint,omitempty`",
 	},
 	reflect.TypeFor[NativeCall](): {
 		"ID string `1,keyasint,omitempty`", "Name string `2,keyasint,omitempty`",
 		"Arguments string `3,keyasint,omitempty`",
 	},
-	reflect.TypeFor[Usage]():       {"PromptTokens int `1,keyasint,omitempty`", "CompletionTokens int `2,keyasint,omitempty`"},
+	reflect.TypeFor[Usage](): {
+		"PromptTokens int `1,keyasint,omitempty`", "CompletionTokens int `2,keyasint,omitempty`",
+		"CachedTokens int `3,keyasint,omitempty`", "ReasoningTokens int `4,keyasint,omitempty`",
+	},
 	reflect.TypeFor[ToolResults](): {"Results []core.ToolResult `1,keyasint`"},
 	reflect.TypeFor[envelope]():    {"Kind string `1,keyasint`", "Body cbor.RawMessage `2,keyasint`"},
 }

@@ -91,6 +91,7 @@ func genMessage(text *rapid.Generator[string]) *rapid.Generator[Message] {
 			Name:        text.Draw(t, "name"),
 			IsError:     rapid.Bool().Draw(t, "is-error"),
 			Attachments: genList(genAttachment(text)).Draw(t, "attachments"),
+			Opaque:      genOpaquePtr(text).Draw(t, "opaque"),
 		}
 	})
 }
@@ -99,6 +100,23 @@ func genMessage(text *rapid.Generator[string]) *rapid.Generator[Message] {
 func genAttachment(text *rapid.Generator[string]) *rapid.Generator[Attachment] {
 	return rapid.Custom(func(t *rapid.T) Attachment {
 		return Attachment{MIME: text.Draw(t, "mime"), Data: genList(rapid.Byte()).Draw(t, "data")}
+	})
+}
+
+func genOpaque(text *rapid.Generator[string]) *rapid.Generator[Opaque] {
+	return rapid.Custom(func(t *rapid.T) Opaque {
+		return Opaque{Provider: text.Draw(t, "provider"), Data: genBytes().Draw(t, "data")}
+	})
+}
+
+// genOpaquePtr is mostly nil, as in most messages.
+func genOpaquePtr(text *rapid.Generator[string]) *rapid.Generator[*Opaque] {
+	return rapid.Custom(func(t *rapid.T) *Opaque {
+		if rapid.IntRange(0, 3).Draw(t, "has-opaque") > 0 {
+			return nil
+		}
+		o := genOpaque(text).Draw(t, "opaque")
+		return &o
 	})
 }
 
@@ -297,7 +315,8 @@ func genNativeCall(text *rapid.Generator[string]) *rapid.Generator[NativeCall] {
 
 func genUsage() *rapid.Generator[Usage] {
 	return rapid.Custom(func(t *rapid.T) Usage {
-		return Usage{PromptTokens: genInt().Draw(t, "prompt"), CompletionTokens: genInt().Draw(t, "completion")}
+		return Usage{PromptTokens: genInt().Draw(t, "prompt"), CompletionTokens: genInt().Draw(t, "completion"),
+			CachedTokens: genInt().Draw(t, "cached"), ReasoningTokens: genInt().Draw(t, "reasoning")}
 	})
 }
 
@@ -309,6 +328,7 @@ func genModelReply(text *rapid.Generator[string]) *rapid.Generator[ModelReply] {
 			FinishReason: text.Draw(t, "finish-reason"),
 			Usage:        genUsage().Draw(t, "usage"),
 			Error:        text.Draw(t, "error"),
+			Opaque:       genOpaquePtr(text).Draw(t, "opaque"),
 		}
 	})
 }

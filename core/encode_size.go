@@ -55,6 +55,7 @@ func messagesSize(msgs []Message) int {
 		if len(m.Attachments) > 0 {
 			n += attachmentsSize(m.Attachments)
 		}
+		n += opaqueSize(m.Opaque)
 	}
 	return n
 }
@@ -65,6 +66,14 @@ func attachmentsSize(list []Attachment) int {
 		n += 1 + textSize(list[i].MIME) + fieldSize(len(list[i].Data))
 	}
 	return n
+}
+
+// opaqueSize is the size of an Opaque field (0 when nil).
+func opaqueSize(o *Opaque) int {
+	if o == nil {
+		return 0
+	}
+	return 2 + textSize(o.Provider) + fieldSize(len(o.Data))
 }
 
 func callsSize(calls []ToolCall) int {

@@ -33,6 +33,9 @@ func messageSize(m Message) int {
 	for _, a := range m.Attachments {
 		n += messageOverhead + len(a.MIME) + len(a.Data)
 	}
+	if o := m.Opaque; o != nil {
+		n += messageOverhead + len(o.Provider) + len(o.Data)
+	}
 	return n
 }
 

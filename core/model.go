@@ -12,7 +12,7 @@ import (
 func resumeModel(cfg Config, st State, r ModelReply) State {
 	parsed, perr := Parse(cfg.format(), r, cfg.tools())
 	calls := withIDs(parsed.Calls, st.Counters.Steps)
-	msg := Message{Role: RoleAssistant, Content: r.Text}
+	msg := Message{Role: RoleAssistant, Content: r.Text, Opaque: r.Opaque}
 	if len(r.Calls) > 0 {
 		msg.Calls = nativeCalls(calls, r.Calls)
 	}

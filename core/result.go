@@ -13,6 +13,9 @@ type ModelReply struct {
 	FinishReason string       `cbor:"3,keyasint,omitempty" json:"finish_reason,omitempty"`
 	Usage        Usage        `cbor:"4,keyasint,omitempty" json:"usage,omitzero"`
 	Error        string       `cbor:"5,keyasint,omitempty" json:"error,omitempty"`
+	// Opaque is the provider's own data about the reply, which the core
+	// keeps with the assistant message for the provider's later requests.
+	Opaque *Opaque `cbor:"6,keyasint,omitempty" json:"opaque,omitempty"`
 }
 
 // NativeCall is a structured tool call as the model sent it. Arguments is the
@@ -27,6 +30,11 @@ type NativeCall struct {
 type Usage struct {
 	PromptTokens     int `cbor:"1,keyasint,omitempty" json:"prompt_tokens,omitempty"`
 	CompletionTokens int `cbor:"2,keyasint,omitempty" json:"completion_tokens,omitempty"`
+	// CachedTokens are the prompt tokens the provider read from its cache
+	// (part of PromptTokens); ReasoningTokens are the completion tokens
+	// the model spent reasoning (part of CompletionTokens).
+	CachedTokens    int `cbor:"3,keyasint,omitempty" json:"cached_tokens,omitempty"`
+	ReasoningTokens int `cbor:"4,keyasint,omitempty" json:"reasoning_tokens,omitempty"`
 }
 
 // ToolResults answers a RequestToolCalls or RequestExternalToolCalls, in any order.

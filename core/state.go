@@ -60,6 +60,22 @@ type Message struct {
 	// Attachments are the binary content of the tool results the message
 	// carries (see Attachment); Content holds their text placeholders.
 	Attachments []Attachment `cbor:"7,keyasint,omitempty" json:"attachments,omitempty"`
+	// Opaque is what the model provider keeps with an assistant message
+	// for its own later requests (see Opaque).
+	Opaque *Opaque `cbor:"8,keyasint,omitempty" json:"opaque,omitempty"`
+}
+
+// Opaque is data a model provider returns with a reply and needs back with
+// the conversation on its later requests: reasoning items, signed thinking
+// blocks. The core copies it from a ModelReply to the assistant message it
+// makes of the reply and stores it; it never reads it. A provider uses only
+// data it recognises by name, so a run whose agent switches providers
+// carries on without it.
+type Opaque struct {
+	// Provider names the provider that wrote Data ("openai-responses",
+	// "anthropic").
+	Provider string `cbor:"1,keyasint,omitempty" json:"provider"`
+	Data     []byte `cbor:"2,keyasint,omitempty" json:"data"`
 }
 
 // ToolCall is a call the model asked for. Args is canonical JSON (sorted keys,

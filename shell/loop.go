@@ -219,7 +219,10 @@ func (r *Runner) callModel(ctx context.Context, ag *Agent, cur *cursor, a core.R
 		return nil, fmt.Errorf("%w %s", ErrNoProvider, a.Role)
 	}
 	start := time.Now()
-	reply, err := p.Complete(ctx, ModelRequest{Role: a.Role, Call: cur.st.Counters.ModelCalls, Messages: a.Messages, Tools: a.Tools})
+	req := ModelRequest{Role: a.Role, Call: cur.st.Counters.ModelCalls, Messages: a.Messages, Tools: a.Tools}
+	stream := r.modelStream(&req, cur, a.Role, x)
+	reply, err := p.Complete(ctx, req)
+	stream.flush()
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()

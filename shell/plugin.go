@@ -3,6 +3,7 @@ package shell
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/stepwise-agent/stepwise/core"
 )
@@ -18,11 +19,55 @@ type ModelRequest struct {
 	Messages []core.Message
 	// Tools are sent natively (OpenAI "tools") when non-empty.
 	Tools []core.Tool
+	// OnDelta, when set, is told of the reply as it streams in, piece by
+	// piece, on the goroutine that called Complete; it must return
+	// quickly. It only shows progress: the reply is what Complete
+	// returns. A provider that does not stream never calls it.
+	OnDelta func(ModelDelta)
+	// OnRetry, when set, is told of each retry the provider is about to
+	// make, before it waits. Pieces of the reply that arrived before it
+	// are void: the next attempt streams the reply from its start.
+	OnRetry func(ModelRetry)
+}
+
+// DeltaKind says what a piece of a streamed reply belongs to.
+type DeltaKind string
+
+// Kinds of deltas.
+const (
+	DeltaText      DeltaKind = "text"      // the reply's text
+	DeltaReasoning DeltaKind = "reasoning" // the model's reasoning, as far as the provider shows it
+	DeltaCall      DeltaKind = "call"      // a native tool call's arguments
+)
+
+// ModelDelta is one piece of a streamed reply.
+type ModelDelta struct {
+	Kind DeltaKind
+	Text string
+	// Call is the index of the tool call in the reply (DeltaCall), and
+	// Name its name, which the provider gives at least with the call's
+	// first piece.
+	Call int
+	Name string
+}
+
+// ModelRetry is a retry a provider is about to make.
+type ModelRetry struct {
+	// Attempt is the attempt that failed (1 for the first).
+	Attempt int
+	// Wait is how long the provider waits before the next attempt.
+	Wait time.Duration
+	// Reason is why the attempt failed ("status 429 Too Many Requests:
+	// ...", "the stream broke off: unexpected EOF").
+	Reason string
 }
 
 // ModelProvider calls one configured model. It returns the model's reply, or
 // an error once it has given up (after its own retries). A context error
-// means the run was interrupted, not that the model failed.
+// means the run was interrupted, not that the model failed. A provider
+// that streams reports the reply's pieces and its retries through the
+// request's OnDelta and OnRetry; what it returns is the assembled reply,
+// the same whether it streamed or not.
 type ModelProvider interface {
 	Complete(ctx context.Context, req ModelRequest) (core.ModelReply, error)
 }

@@ -15,6 +15,8 @@ const minSecretLen = 4
 // "[redacted:NAME]". The zero Redactor changes nothing.
 type Redactor struct {
 	r *strings.Replacer
+	// values are the secrets' values, longest first (see StreamRedactor).
+	values []string
 }
 
 // NewRedactor redacts the given secrets (values shorter than 4 bytes are
@@ -32,10 +34,12 @@ func NewRedactor(secrets []Secret) Redactor {
 	}
 	sort.SliceStable(list, func(i, j int) bool { return len(list[i].Value) > len(list[j].Value) })
 	pairs := make([]string, 0, 2*len(list))
-	for _, s := range list {
+	values := make([]string, len(list))
+	for i, s := range list {
 		pairs = append(pairs, s.Value, "[redacted:"+s.Name+"]")
+		values[i] = s.Value
 	}
-	return Redactor{r: strings.NewReplacer(pairs...)}
+	return Redactor{r: strings.NewReplacer(pairs...), values: values}
 }
 
 // String redacts s.
@@ -76,6 +80,11 @@ func (x Redactor) Result(res core.Result) core.Result {
 				calls[i] = core.NativeCall{ID: x.String(c.ID), Name: x.String(c.Name), Arguments: x.String(c.Arguments)}
 			}
 			r.Calls = calls
+		}
+		if r.Opaque != nil {
+			// The provider's data is JSON text: a marker in place of a
+			// secret keeps it JSON.
+			r.Opaque = &core.Opaque{Provider: r.Opaque.Provider, Data: []byte(x.String(string(r.Opaque.Data)))}
 		}
 		return r
 	case core.ToolResults:

@@ -92,7 +92,10 @@ type Event struct {
 	// "cache" (the tool cache could not be read or written), "progress" (a
 	// running call's report: Progress is set) or "agent" (the agent
 	// changed while the run went on, as when an MCP server's tool list
-	// changed: the change is recorded with the run).
+	// changed: the change is recorded with the run); while a model call is
+	// in flight, "calling" when it starts, then "delta" for each piece of
+	// its reply as it streams and "retry" for each retry of the call (see
+	// Index). Seq is then the step whose request the call answers.
 	Kind     string
 	Text     string
 	Duration time.Duration
@@ -116,6 +119,13 @@ type Event struct {
 	Result core.Result
 	// Progress is a running call's report, for Kind "progress".
 	Progress *ToolProgress
+	// Index numbers the "delta" and "retry" events of one model call,
+	// from 1; with Seq it identifies them ("SEQ.N" in the service's
+	// event stream). 0 for the other events.
+	Index int
+	// Part says what a delta is a piece of: "text", "reasoning", or
+	// "call:NAME" for the arguments of a call to the tool NAME.
+	Part string
 }
 
 // Runner drives runs of agents and owns their goroutines, contexts and

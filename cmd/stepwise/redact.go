@@ -1,21 +1,21 @@
 package main
 
 import (
-	"bytes"
 	"io"
 	"sync"
 
 	"github.com/stepwise-agent/stepwise/shell"
 )
 
-// redactingWriter writes whole lines with secrets replaced by markers. A
-// secret split across two writes is still caught: text is held until its
-// line ends (or Flush).
+// redactingWriter writes text with secrets replaced by markers. A secret
+// split across two writes is still caught: the end of what was written
+// that could be the start of a secret is held back until the next write
+// (or Flush); the rest goes out at once, so a reply streamed to a
+// terminal shows as it arrives.
 type redactingWriter struct {
-	mu  sync.Mutex
-	w   io.Writer
-	x   shell.Redactor
-	buf []byte
+	mu sync.Mutex
+	w  io.Writer
+	s  *shell.StreamRedactor
 }
 
 func newRedactingWriter(w io.Writer, x shell.Redactor) io.Writer {
@@ -23,33 +23,26 @@ func newRedactingWriter(w io.Writer, x shell.Redactor) io.Writer {
 		rw.Flush()
 		w = rw.w
 	}
-	return &redactingWriter{w: w, x: x}
+	return &redactingWriter{w: w, s: x.Stream()}
 }
 
 func (r *redactingWriter) Write(p []byte) (int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.buf = append(r.buf, p...)
-	// A spinner's carriage return ends a line on a terminal too.
-	end := bytes.LastIndexAny(r.buf, "\n\r")
-	if end < 0 {
-		return len(p), nil
-	}
-	out := r.x.String(string(r.buf[:end+1]))
-	r.buf = append(r.buf[:0], r.buf[end+1:]...)
-	if _, err := io.WriteString(r.w, out); err != nil {
-		return 0, err
+	if out := r.s.Write(string(p)); out != "" {
+		if _, err := io.WriteString(r.w, out); err != nil {
+			return 0, err
+		}
 	}
 	return len(p), nil
 }
 
-// Flush writes what is held of an unfinished line.
+// Flush writes what is held back.
 func (r *redactingWriter) Flush() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if len(r.buf) > 0 {
-		_, _ = io.WriteString(r.w, r.x.String(string(r.buf)))
-		r.buf = r.buf[:0]
+	if out := r.s.Flush(); out != "" {
+		_, _ = io.WriteString(r.w, out)
 	}
 }
 

@@ -12,7 +12,9 @@ import (
 func init() {
 	c := &command{name: "run", args: "AGENT.toml [INPUT]", summary: "run an agent on an input (stdin when absent)",
 		help: `Runs the agent to completion, failure, a pause for external tools, or a stall.
-Progress goes to stderr, one line per step; the answer goes to stdout.
+Progress goes to stderr, one line per step; while a model call is in flight, its elapsed
+time, its retries with their reason and the reply as it streams (--quiet: none of it). The
+answer goes to stdout.
 A paused run prints its pending calls (id, name, arguments) and exits 3; a run whose
 model or tools stay unavailable past their retry policy stalls and exits 7.
 Without INPUT the input is read from stdin; an empty input is refused.

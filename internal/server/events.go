@@ -18,45 +18,119 @@ import (
 // hub tells the event streams of a run that it changed: it is the runner's
 // observer (every step of the runs this server drives) and hears of the
 // changes requests make. Streams also poll the store, for the steps other
-// servers write.
+// servers write. It also hands the streams the live events of a model
+// call in flight ("calling", "delta", model "retry"), which are never
+// stored: a stream only gets those that happen while it is connected.
 type hub struct {
 	mu     sync.Mutex
-	subs   map[string]map[chan struct{}]bool
+	subs   map[string]map[*subscriber]bool
 	closed chan struct{}
 	once   sync.Once
 }
 
+// subscriber is one stream of a run: woken when the run changed, with the
+// live events that came since it last looked.
+type subscriber struct {
+	wake chan struct{}
+	// wantsLive is set for the event streams, which take live events.
+	wantsLive bool
+	mu        sync.Mutex
+	live      []shell.Event
+}
+
+// maxLive bounds the live events waiting for a slow stream; past it they
+// are dropped (the step that follows carries the whole reply).
+const maxLive = 4096
+
 func newHub() *hub {
-	return &hub{subs: map[string]map[chan struct{}]bool{}, closed: make(chan struct{})}
+	return &hub{subs: map[string]map[*subscriber]bool{}, closed: make(chan struct{})}
 }
 
 // Event implements shell.Observer.
-func (h *hub) Event(e shell.Event) { h.notify(e.RunID) }
+func (h *hub) Event(e shell.Event) {
+	if !isLive(e) {
+		h.notify(e.RunID)
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for sub := range h.subs[e.RunID] {
+		if !sub.wantsLive {
+			continue
+		}
+		sub.mu.Lock()
+		if len(sub.live) < maxLive {
+			sub.live = append(sub.live, e)
+		}
+		sub.mu.Unlock()
+		sub.poke()
+	}
+}
+
+// isLive reports an event of a model call in flight.
+func isLive(e shell.Event) bool {
+	return e.Kind == "calling" || e.Kind == "delta" || (e.Kind == "retry" && e.Index > 0)
+}
+
+func (sub *subscriber) poke() {
+	select {
+	case sub.wake <- struct{}{}:
+	default:
+	}
+}
+
+// takeLive returns the live events that came since the last call.
+func (sub *subscriber) takeLive() []shell.Event {
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	out := sub.live
+	sub.live = nil
+	return out
+}
+
+// putBack returns live events not written yet, ahead of newer ones.
+func (sub *subscriber) putBack(events []shell.Event) {
+	if len(events) == 0 {
+		return
+	}
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	sub.live = append(events, sub.live...)
+}
 
 // notify wakes the streams of a run.
 func (h *hub) notify(runID string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for ch := range h.subs[runID] {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
+	for sub := range h.subs[runID] {
+		sub.poke()
 	}
 }
 
+// subscribe returns a channel woken when the run changes.
 func (h *hub) subscribe(runID string) (chan struct{}, func()) {
-	ch := make(chan struct{}, 1)
+	sub, done := h.add(runID, false)
+	return sub.wake, done
+}
+
+// subscribeLive is subscribe for an event stream, which takes the live
+// events of the run's model calls too.
+func (h *hub) subscribeLive(runID string) (*subscriber, func()) {
+	return h.add(runID, true)
+}
+
+func (h *hub) add(runID string, live bool) (*subscriber, func()) {
+	sub := &subscriber{wake: make(chan struct{}, 1), wantsLive: live}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.subs[runID] == nil {
-		h.subs[runID] = map[chan struct{}]bool{}
+		h.subs[runID] = map[*subscriber]bool{}
 	}
-	h.subs[runID][ch] = true
-	return ch, func() {
+	h.subs[runID][sub] = true
+	return sub, func() {
 		h.mu.Lock()
 		defer h.mu.Unlock()
-		delete(h.subs[runID], ch)
+		delete(h.subs[runID], sub)
 		if len(h.subs[runID]) == 0 {
 			delete(h.subs, runID)
 		}
@@ -113,8 +187,18 @@ func (s *Server) stepsAfter(ctx context.Context, id string, after, limit int) ([
 // step's seq), the run as GET /v1/runs/{id} shows it ("run", whenever it
 // changes: status, holder, pending calls, counters),
 // and "end" once it ended and every step was sent. A client that
-// reconnects with Last-Event-ID gets the steps after it, none twice. With
-// ?wait=DURATION (and no text/event-stream in Accept) it long-polls
+// reconnects with Last-Event-ID gets the steps after it, none twice.
+//
+// While a model call of a run this server drives is in flight, its live
+// events follow the step that asked for it (seq SEQ): "calling" when it
+// starts, then "delta" for each piece of the reply ({"seq", "n", "part",
+// "text"}) and "retry" for each retry, ids "SEQ.N" (N from 1 within the
+// call). They are not stored: the step after carries the whole reply. A
+// client that reconnects with Last-Event-ID "SEQ.N" (read as SEQ) gets
+// the steps after SEQ, none twice, and the live events from then on, not
+// those it missed.
+//
+// With ?wait=DURATION (and no text/event-stream in Accept) it long-polls
 // instead: the steps after ?after=SEQ, as JSON, at once when there are
 // some, else as soon as one comes or the wait passes.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
@@ -142,7 +226,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	wake, done := s.hub.subscribe(id)
+	sub, done := s.hub.subscribeLive(id)
 	defer done()
 	poll := time.NewTicker(s.cfg.Poll)
 	defer poll.Stop()
@@ -156,10 +240,15 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			flusher.Flush()
 			return
 		}
+		// Taken after the steps were read: a call's live events come
+		// before the step with its reply, so those of a call whose reply
+		// was just read are here too, and go out before that step.
+		live := writeLive(w, sub.takeLive(), after)
 		for _, st := range steps {
 			fmt.Fprintf(w, "id: %d\nevent: step\ndata: %s\n\n", st.Seq, jsonText(st))
 			after = st.Seq
 		}
+		sub.putBack(writeLive(w, live, after))
 		if ri, err = s.cfg.Store.Run(r.Context(), id); err == nil {
 			full, err := s.runJSONOf(r.Context(), ri)
 			if err != nil {
@@ -184,7 +273,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			return
 		case <-s.hub.closed:
 			return
-		case <-wake:
+		case <-sub.wake:
 		case <-poll.C:
 		case <-ping.C:
 			fmt.Fprint(w, ": ping\n\n")
@@ -234,6 +323,37 @@ func (s *Server) longPoll(w http.ResponseWriter, r *http.Request, id string, aft
 		case <-poll.C:
 		}
 	}
+}
+
+// liveEvent is the data of a live event.
+type liveEvent struct {
+	Seq  int    `json:"seq"`
+	N    int    `json:"n,omitempty"`
+	Part string `json:"part,omitempty"`
+	Text string `json:"text"`
+}
+
+// writeLive writes the live events of the model call that the stream's
+// last step (after) asked for, and returns those of later calls, which
+// wait until their step was sent; those of earlier calls are stale (the
+// step with their reply is out) and dropped.
+func writeLive(w http.ResponseWriter, events []shell.Event, after int) (later []shell.Event) {
+	for _, e := range events {
+		switch {
+		case e.Seq > after:
+			later = append(later, e)
+			continue
+		case e.Seq < after:
+			continue
+		}
+		data := jsonText(liveEvent{Seq: e.Seq, N: e.Index, Part: e.Part, Text: e.Text})
+		if e.Index > 0 {
+			fmt.Fprintf(w, "id: %d.%d\nevent: %s\ndata: %s\n\n", e.Seq, e.Index, e.Kind, data)
+		} else {
+			fmt.Fprintf(w, "event: %s\ndata: %s\n\n", e.Kind, data)
+		}
+	}
+	return later
 }
 
 func nonNilSteps(s []apiStep) []apiStep {

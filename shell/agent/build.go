@@ -12,7 +12,9 @@ import (
 
 	"github.com/stepwise-agent/stepwise/core"
 	"github.com/stepwise-agent/stepwise/shell"
+	"github.com/stepwise-agent/stepwise/shell/models/anthropic"
 	"github.com/stepwise-agent/stepwise/shell/models/openai"
+	"github.com/stepwise-agent/stepwise/shell/models/responses"
 	"github.com/stepwise-agent/stepwise/shell/models/script"
 )
 
@@ -106,12 +108,31 @@ func (s *Spec) provider(role string, m Model, offset int) (shell.ModelProvider, 
 			return nil, err
 		}
 		return p.WithOffset(offset), nil
+	}
+	timeout, _ := duration(m.Timeout)
+	retry := s.modelRetry[role]
+	if m.MaxRetries != 0 && retry.Attempts == 0 {
+		retry.Attempts = max(m.MaxRetries, 0) + 1
+	}
+	noStream := m.Stream != nil && !*m.Stream
+	switch m.Provider {
 	case "openai":
-		timeout, _ := duration(m.Timeout)
 		return openai.New(openai.Options{
 			BaseURL: m.BaseURL, Model: m.Model, APIKeyEnv: m.APIKeyEnv, Timeout: timeout,
 			Retry: s.modelRetry[role], MaxRetries: m.MaxRetries, Temperature: m.Temperature, MaxTokens: m.MaxTokens,
 			Accepts: m.Accepts,
+			NoStream: noStream,
+		})
+	case responses.Name:
+		return responses.New(responses.Options{
+			BaseURL: m.BaseURL, Model: m.Model, APIKeyEnv: m.APIKeyEnv, Timeout: timeout, Retry: retry,
+			Temperature: m.Temperature, MaxTokens: m.MaxTokens, NoStream: noStream,
+			ReasoningEffort: m.ReasoningEffort, ReasoningSummary: m.ReasoningSummary,
+		})
+	case anthropic.Name:
+		return anthropic.New(anthropic.Options{
+			BaseURL: m.BaseURL, Model: m.Model, APIKeyEnv: m.APIKeyEnv, Timeout: timeout, Retry: retry,
+			Temperature: m.Temperature, MaxTokens: m.MaxTokens, NoStream: noStream, ThinkingBudget: m.ThinkingBudget,
 		})
 	}
 	return nil, fmt.Errorf("unknown provider %q", m.Provider)

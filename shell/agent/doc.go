@@ -11,12 +11,12 @@
 //	tools_enabled = true         # false: no tool at all (see Switching tools off)
 //
 //	[models.primary]
-//	provider = "openai"          # openai | script
+//	provider = "openai"          # openai | openai-responses | anthropic | script: see Providers
 //	model = "gpt-4o-mini"
 //	base_url = "https://api.openai.com/v1"
 //	api_key_env = "OPENAI_API_KEY"   # the variable's name; the key is never stored
 //
-//	[models.primary.retry]       # optional, provider openai: see Retries
+//	[models.primary.retry]       # optional, the HTTP providers: see Retries
 //	attempts = 6
 //	backoff = "1s"
 //	max_backoff = "20s"
@@ -107,6 +107,37 @@
 //	            reject_unknown_args = true, citations = "sources";
 //	            [summary] items = 3, item_chars = 200, max_bytes = 900
 //
+// # Providers
+//
+// provider selects how a model is called:
+//
+//   - "openai": OpenAI-compatible chat completions (OpenAI, Azure, Ollama,
+//     vLLM, the llama.cpp server), through go-openai. base_url defaults to
+//     https://api.openai.com/v1.
+//   - "openai-responses": the OpenAI Responses API, through openai-go.
+//     Requests are stateless (store = false); a reply's reasoning items are
+//     kept with the run and sent back on the next request. Its own keys:
+//     reasoning_effort ("minimal", "low", "medium", "high") and
+//     reasoning_summary ("auto", "concise", "detailed"; some organisations
+//     must be verified for it).
+//   - "anthropic": the Anthropic Messages API, through anthropic-sdk-go.
+//     base_url defaults to https://api.anthropic.com; max_tokens defaults
+//     to 8192 (the API requires one). Its own key: thinking_budget (tokens,
+//     at least 1024 and below max_tokens) turns extended thinking on; the
+//     signed thinking is kept with the run and sent back.
+//   - "script": answers from a JSONL file (script = PATH), for demos and
+//     tests.
+//
+// The three HTTP providers take model (required), base_url, api_key_env
+// (the name of the variable holding the key, read when the agent is built;
+// the key is a secret, see Secrets), timeout (how long an attempt may
+// receive nothing, default "60s"), temperature, max_tokens, a retry table
+// (see Retries) and stream. They stream their replies by default: the CLI
+// and the service show a reply as it arrives; stream = false sends
+// unstreamed requests, for servers that cannot stream. A run stores the
+// same reply either way. A key that only some providers take is an error
+// on the others.
+//
 // # Retries
 //
 // A retry table says how a transient failure (a 429, a 5xx, a refused
@@ -118,9 +149,10 @@
 // strings like "200ms", "30s", "3m". A key left out takes its default:
 // shell.DefaultModelRetry for a model (5 attempts, 500ms, 30s, 2m, 0.2),
 // shell.DefaultToolRetry for a tool (3 attempts, 200ms, 5s, 30s, 0.2).
-// When a model's retries run out the run stalls (resumable with `stepwise
-// resume`); a permanent failure (a 401, a 404, a malformed request) is never
-// retried and fails the run. A model's older max_retries = N still works
+// A model's retries cover a stream that breaks off half way too: the whole
+// request is made again. When a model's retries run out the run stalls
+// (resumable with `stepwise resume`); a permanent failure (a 401, a 404, a
+// malformed request) is never retried and fails the run. A model's older max_retries = N still works
 // (N+1 attempts; -1 for none), but not together with retry.attempts.
 //
 // A tool table's retry applies to each tool the table makes (all three for

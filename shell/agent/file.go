@@ -48,7 +48,7 @@ type Model struct {
 	Temperature *float32 `toml:"temperature"`
 	MaxTokens   int      `toml:"max_tokens"`
 	Script      string   `toml:"script"`
-	// Retry is the [models.ROLE.retry] table (provider openai).
+	// Retry is the [models.ROLE.retry] table (the HTTP providers).
 	Retry *Retry `toml:"retry"`
 	// Accepts lists what the model reads besides text: "image", "audio"
 	// (provider openai).
@@ -56,6 +56,15 @@ type Model struct {
 	// Prices per million tokens, for [budget] max_cost (policies.go).
 	InputPricePerMillion  *float64 `toml:"input_price_per_million"`
 	OutputPricePerMillion *float64 `toml:"output_price_per_million"`
+	// Stream = false sends requests unstreamed (default: streamed).
+	Stream *bool `toml:"stream"`
+	// ReasoningEffort and ReasoningSummary (openai-responses) set the
+	// request's reasoning.effort and reasoning.summary.
+	ReasoningEffort  string `toml:"reasoning_effort"`
+	ReasoningSummary string `toml:"reasoning_summary"`
+	// ThinkingBudget (anthropic) turns extended thinking on with this
+	// many tokens.
+	ThinkingBudget int `toml:"thinking_budget"`
 }
 
 // Retry is a retry table: [models.ROLE.retry], or a tool table's retry key.

@@ -106,7 +106,7 @@ func TestErrorsNameTheLine(t *testing.T) {
 			"t.toml:5: models.primary: max_retries: give retry.attempts or max_retries, not both"},
 		{"max_retries", "name = \"a\"\n[models.primary]\nprovider = \"openai\"\nmodel = \"m\"\nmax_retries = -2\n",
 			"t.toml:5: models.primary: max_retries: -2 is below -1"},
-		{"retry of a script model", head + "[models.primary.retry]\nattempts = 2\n", "t.toml:5: models.primary: retry: applies to provider openai only"},
+		{"retry of a script model", head + "[models.primary.retry]\nattempts = 2\n", "t.toml:5: models.primary: retry: applies to the HTTP providers (openai, openai-responses, anthropic), not script"},
 		{"tool retry inline", head + "[[tools]]\nbuiltin = \"http_get\"\nallow_hosts = [\"example.com\"]\nretry = { attempts = 4, backoff = \"-1s\" }\n",
 			"t.toml:8: tools[0]: retry.backoff: \"-1s\" is negative"},
 		{"tool retry as a table", head + "[[tools]]\nname = \"x\"\ncommand = [\"true\"]\nidempotent = true\n[tools.retry]\nattempts = 2\n\njitter = -0.5\n",

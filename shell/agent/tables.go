@@ -12,6 +12,7 @@ import (
 	"github.com/stepwise-agent/stepwise/core"
 	"github.com/stepwise-agent/stepwise/shell"
 	"github.com/stepwise-agent/stepwise/shell/models/openai"
+	"github.com/stepwise-agent/stepwise/shell/models/anthropic"
 	"github.com/stepwise-agent/stepwise/shell/models/script"
 )
 
@@ -38,16 +39,22 @@ func (s *Spec) model(role string, m Model, models *core.Models, checkFiles bool)
 		return errors.New("the roles are primary and helper")
 	}
 	switch m.Provider {
-	case "openai":
+	case "openai", "openai-responses", "anthropic":
 		if m.Model == "" {
-			return errors.New("model is required for provider openai")
+			return fmt.Errorf("model is required for provider %s", m.Provider)
+		}
+		if m.Script != "" {
+			return keyErrorf("script", "applies to provider script only")
 		}
 	case "script":
 		if m.Script == "" {
 			return errors.New("script is required for provider script")
 		}
 		if m.Retry != nil {
-			return keyErrorf("retry", "applies to provider openai only")
+			return keyErrorf("retry", "applies to the HTTP providers (openai, openai-responses, anthropic), not script")
+		}
+		if m.Stream != nil {
+			return keyErrorf("stream", "applies to the HTTP providers (openai, openai-responses, anthropic), not script")
 		}
 		if m.Accepts != nil {
 			return keyErrorf("accepts", "applies to provider openai only")
@@ -61,7 +68,10 @@ func (s *Spec) model(role string, m Model, models *core.Models, checkFiles bool)
 			}
 		}
 	default:
-		return fmt.Errorf("provider %q is not one of openai, script", m.Provider)
+		return fmt.Errorf("provider %q is not one of openai, openai-responses, anthropic, script", m.Provider)
+	}
+	if err := providerKeys(m); err != nil {
+		return err
 	}
 	if _, err := duration(m.Timeout); err != nil {
 		return keyErrorf("timeout", "%v", err)
@@ -92,6 +102,41 @@ func (s *Spec) model(role string, m Model, models *core.Models, checkFiles bool)
 		models.Primary = label
 	} else {
 		models.Helper = label
+	}
+	return nil
+}
+
+// providerKeys checks the keys that only some providers take.
+func providerKeys(m Model) error {
+	if m.ReasoningEffort != "" || m.ReasoningSummary != "" {
+		if m.Provider != "openai-responses" {
+			key := "reasoning_effort"
+			if m.ReasoningEffort == "" {
+				key = "reasoning_summary"
+			}
+			return keyErrorf(key, "applies to provider openai-responses only")
+		}
+		if !slices.Contains([]string{"", "minimal", "low", "medium", "high"}, m.ReasoningEffort) {
+			return keyErrorf("reasoning_effort", "%q is not one of minimal, low, medium, high", m.ReasoningEffort)
+		}
+		if !slices.Contains([]string{"", "auto", "concise", "detailed"}, m.ReasoningSummary) {
+			return keyErrorf("reasoning_summary", "%q is not one of auto, concise, detailed", m.ReasoningSummary)
+		}
+	}
+	if m.ThinkingBudget != 0 {
+		if m.Provider != "anthropic" {
+			return keyErrorf("thinking_budget", "applies to provider anthropic only")
+		}
+		maxTokens := m.MaxTokens
+		if maxTokens == 0 {
+			maxTokens = anthropic.DefaultMaxTokens
+		}
+		if m.ThinkingBudget < 1024 || m.ThinkingBudget >= maxTokens {
+			return keyErrorf("thinking_budget", "%d is not at least 1024 and below max_tokens (%d)", m.ThinkingBudget, maxTokens)
+		}
+	}
+	if m.MaxTokens < 0 {
+		return keyErrorf("max_tokens", "%d is negative", m.MaxTokens)
 	}
 	return nil
 }

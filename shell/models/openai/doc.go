@@ -7,21 +7,29 @@
 //   - Complete sends the conversation (and the tools, natively, when the
 //     request has any) and returns the first choice as a core.ModelReply:
 //     text, native tool calls with their arguments exactly as sent, finish
-//     reason and token usage.
+//     reason and token usage (cached prompt tokens and reasoning tokens
+//     included).
+//   - It streams ("stream": true, with the usage in the last chunk) unless
+//     Options.NoStream: each piece of text, of a tool call's arguments and
+//     of reasoning_content (servers that send it) goes to the request's
+//     OnDelta as it arrives, and the pieces are assembled into the reply
+//     the same completion gives unstreamed. A server that ignores "stream"
+//     and answers a whole completion is understood too.
 //   - The API key is read from the environment variable named by
 //     Options.APIKeyEnv once, in New, and lives only inside the HTTP client
 //     configuration; it is never logged nor put in a reply or an error.
-//   - Retries happen below go-openai, at the HTTP level, as Options.Retry
-//     (a shell.RetryPolicy; default shell.DefaultModelRetry) says: 408,
-//     409, 429, 5xx, transport errors (connection refused or reset, a
-//     timed-out attempt) and a 2xx reply that is not a chat completion with
-//     a choice (not JSON, an error object, no choices: a proxy's glitch) are
-//     retried after an exponential backoff scaled by a random jitter, or
-//     after the server's Retry-After (seconds or HTTP date; also
-//     retry-after-ms), which the jitter only ever lengthens. No retry starts
-//     later than Retry.MaxElapsed after the first attempt: a backoff is cut
-//     to the time left, and a server that asks to wait beyond it ends the
-//     retries at once.
+//   - Retries follow Options.Retry (a shell.RetryPolicy; default
+//     shell.DefaultModelRetry), as package shell/models/internal/httpcall
+//     does them for every provider: 408, 409, 429, 5xx, transport errors,
+//     an attempt that receives nothing for Options.Timeout, a stream that
+//     breaks off or ends before its finish_reason, and a 2xx reply that is
+//     no chat completion with a choice (not JSON, an error object, no
+//     choices, an error sent in the stream: a proxy's glitch) are retried
+//     after an exponential backoff scaled by a random jitter, or after the
+//     server's Retry-After (seconds or HTTP date; also retry-after-ms),
+//     which the jitter only ever lengthens. No retry starts later than
+//     Retry.MaxElapsed after the first attempt. Each retry is reported to
+//     the request's OnRetry first.
 //   - When the retries of a transient failure run out, Complete returns a
 //     *shell.TransientError naming the attempts and the last failure
 //     ("gave up after 5 attempts (last: status 429 Too Many Requests:

@@ -2,9 +2,10 @@ package openai
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/stepwise-agent/stepwise/core"
 	"github.com/stepwise-agent/stepwise/shell"
+	"github.com/stepwise-agent/stepwise/shell/models/internal/httpcall"
 )
 
 // Defaults used where Options leaves a field at its zero value (the retry
@@ -35,8 +37,9 @@ type Options struct {
 	// APIKeyEnv names the environment variable that holds the API key. It is
 	// read once, by New. Empty means no key (fine for Ollama, llama.cpp).
 	APIKeyEnv string
-	// Timeout bounds each HTTP attempt, reading the reply included
-	// (default DefaultTimeout). Complete as a whole is bounded by its ctx.
+	// Timeout is how long an attempt may receive nothing: no reply to the
+	// request, or no data within a streamed reply (default
+	// DefaultTimeout). Complete as a whole is bounded by its ctx.
 	Timeout time.Duration
 	// Retry says how transient failures are retried. Its zero fields are
 	// taken from MaxRetries, BackoffBase and MaxBackoff when those are set,
@@ -54,6 +57,9 @@ type Options struct {
 	Temperature *float32
 	// MaxTokens caps the reply's length when positive.
 	MaxTokens int
+	// NoStream sends requests without "stream": true, for servers that
+	// cannot stream. The reply is the same either way.
+	NoStream bool
 	// APIVersion is the Azure api-version (default DefaultAzureAPIVersion);
 	// ignored for other endpoints.
 	APIVersion string
@@ -76,6 +82,8 @@ type Options struct {
 // endpoint. It is safe for concurrent use.
 type Provider struct {
 	client      *goopenai.Client
+	http        *httpcall.Client
+	stream      bool
 	model       string
 	baseURL     string
 	keyEnv      string
@@ -113,16 +121,16 @@ func New(opts Options) (*Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("openai: %w", err)
 	}
-	cfg.HTTPClient = audioParts{&retryDoer{
-		client:  o.HTTPClient,
-		policy:  o.Retry,
-		timeout: o.Timeout,
-		sleep:   o.Sleep,
-		rand:    o.Rand,
-		now:     o.Now,
-	}}
+	hc := httpcall.New(httpcall.Options{
+		HTTP: o.HTTPClient, Policy: o.Retry, Timeout: o.Timeout, Check: checkCompletion,
+		Sleep: o.Sleep, Rand: o.Rand, Now: o.Now,
+	})
+	// Audio parts are rewritten in the body go-openai writes (attachments.go).
+	cfg.HTTPClient = audioParts{hc}
 	return &Provider{
 		client:      goopenai.NewClientWithConfig(cfg),
+		http:        hc,
+		stream:      !o.NoStream,
 		model:       o.Model,
 		baseURL:     o.BaseURL,
 		keyEnv:      o.APIKeyEnv,
@@ -174,15 +182,6 @@ func (o Options) withDefaults() (Options, error) {
 	if o.HTTPClient == nil {
 		o.HTTPClient = &http.Client{}
 	}
-	if o.Sleep == nil {
-		o.Sleep = sleep
-	}
-	if o.Rand == nil {
-		o.Rand = rand.Float64
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
 	if len(errs) > 0 {
 		return o, errors.New(strings.Join(errs, "; "))
 	}
@@ -194,16 +193,64 @@ func isAzure(baseURL string) bool { return strings.Contains(baseURL, "openai.azu
 // String names the model and endpoint; it never shows the key.
 func (p *Provider) String() string { return fmt.Sprintf("openai model %q at %s", p.model, p.baseURL) }
 
-// Complete sends one chat-completion request, retrying as the package doc
-// describes, and returns the first choice.
+// Complete sends one chat-completion request, streamed unless NoStream,
+// retrying as the package doc describes, and returns the first choice.
 func (p *Provider) Complete(ctx context.Context, req shell.ModelRequest) (core.ModelReply, error) {
 	creq, err := p.chatRequest(req)
 	if err != nil {
 		return core.ModelReply{}, err
 	}
-	resp, err := p.client.CreateChatCompletion(ctx, creq)
+	var reply core.ModelReply
+	err = p.http.Call(ctx, req.OnRetry, func(ctx context.Context) error {
+		var err error
+		if p.stream {
+			reply, err = p.streamed(ctx, creq, req.OnDelta)
+		} else {
+			reply, err = p.whole(ctx, creq)
+		}
+		return err
+	})
 	if err != nil {
 		return core.ModelReply{}, p.explain(ctx, err)
 	}
-	return p.reply(resp)
+	return reply, nil
+}
+
+// whole makes one attempt without streaming.
+func (p *Provider) whole(ctx context.Context, creq goopenai.ChatCompletionRequest) (core.ModelReply, error) {
+	resp, err := p.client.CreateChatCompletion(ctx, creq)
+	if err != nil {
+		return core.ModelReply{}, err
+	}
+	return reply(resp), nil
+}
+
+// streamed makes one streamed attempt, telling onDelta of each piece. A
+// server that answers a whole completion instead is understood too.
+func (p *Provider) streamed(ctx context.Context, creq goopenai.ChatCompletionRequest, onDelta func(shell.ModelDelta)) (core.ModelReply, error) {
+	creq.Stream = true
+	creq.StreamOptions = &goopenai.StreamOptions{IncludeUsage: true}
+	stream, err := p.client.CreateChatCompletionStream(ctx, creq)
+	if err != nil {
+		return core.ModelReply{}, err
+	}
+	defer stream.Close()
+	if body := httpcall.Plain(ctx); body != nil {
+		var resp goopenai.ChatCompletionResponse
+		if err := json.Unmarshal(body, &resp); err != nil {
+			return core.ModelReply{}, httpcall.BadReplyf("the reply is not a chat completion (%v)", err)
+		}
+		return reply(resp), nil
+	}
+	var acc accumulator
+	for {
+		chunk, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return acc.reply()
+		}
+		if err != nil {
+			return core.ModelReply{}, streamError(err)
+		}
+		acc.add(chunk, onDelta)
+	}
 }

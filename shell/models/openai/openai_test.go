@@ -95,11 +95,16 @@ func TestPlainTextReply(t *testing.T) {
 	if ct := r.header.Get("Content-Type"); ct != "application/json" {
 		t.Errorf("Content-Type = %q", ct)
 	}
-	if r.body.Model != "gpt-4o-mini" || r.body.Stream {
+	// Streamed by default, with the usage in the last chunk; this server
+	// ignores that and answers a whole completion, which is understood.
+	if r.body.Model != "gpt-4o-mini" || !r.body.Stream {
 		t.Errorf("model = %q, stream = %v", r.body.Model, r.body.Stream)
 	}
 	var raw map[string]json.RawMessage
 	json.Unmarshal(r.raw, &raw)
+	if string(raw["stream_options"]) != `{"include_usage":true}` {
+		t.Errorf("stream_options = %s", raw["stream_options"])
+	}
 	for _, k := range []string{"tools", "temperature", "max_tokens"} {
 		if _, has := raw[k]; has {
 			t.Errorf("request has %q although nothing asked for it: %s", k, r.raw)

@@ -124,19 +124,17 @@ func toTools(in []core.Tool) []goopenai.Tool {
 	return out
 }
 
-// reply maps the first choice of a response onto a core.ModelReply.
-func (p *Provider) reply(resp goopenai.ChatCompletionResponse) (core.ModelReply, error) {
+// reply maps the first choice of a response onto a core.ModelReply
+// (checkCompletion made sure there is one).
+func reply(resp goopenai.ChatCompletionResponse) core.ModelReply {
 	if len(resp.Choices) == 0 {
-		return core.ModelReply{}, fmt.Errorf("%s: the reply has no choices", p)
+		return core.ModelReply{Usage: usage(&resp.Usage)}
 	}
 	ch := resp.Choices[0]
 	r := core.ModelReply{
 		Text:         ch.Message.Content,
 		FinishReason: string(ch.FinishReason),
-		Usage: core.Usage{
-			PromptTokens:     resp.Usage.PromptTokens,
-			CompletionTokens: resp.Usage.CompletionTokens,
-		},
+		Usage:        usage(&resp.Usage),
 	}
 	if r.Text == "" && ch.Message.Refusal != "" {
 		r.Text = ch.Message.Refusal
@@ -151,5 +149,19 @@ func (p *Provider) reply(resp goopenai.ChatCompletionResponse) (core.ModelReply,
 		// The legacy function_call field, still used by some servers.
 		r.Calls = append(r.Calls, core.NativeCall{Name: fc.Name, Arguments: fc.Arguments})
 	}
-	return r, nil
+	return r
+}
+
+func usage(u *goopenai.Usage) core.Usage {
+	if u == nil {
+		return core.Usage{}
+	}
+	out := core.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens}
+	if d := u.PromptTokensDetails; d != nil {
+		out.CachedTokens = d.CachedTokens
+	}
+	if d := u.CompletionTokensDetails; d != nil {
+		out.ReasoningTokens = d.ReasoningTokens
+	}
+	return out
 }

@@ -1,0 +1,193 @@
+package server
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stepwise-agent/stepwise/internal/modeltest"
+)
+
+// sseEvent is one event of a stream.
+type sseEvent struct{ id, kind, data string }
+
+// openStream connects to a run's event stream; next reads its events one
+// at a time.
+func (f *fixture) openStream(id, lastEventID string) (next func() (sseEvent, bool), close func()) {
+	f.t.Helper()
+	req, _ := http.NewRequest("GET", f.url+"/v1/runs/"+id+"/events", nil)
+	req.Header.Set("Accept", "text/event-stream")
+	if lastEventID != "" {
+		req.Header.Set("Last-Event-ID", lastEventID)
+	}
+	// A bound, so that a broken stream fails the test instead of hanging it.
+	resp, err := (&http.Client{Timeout: time.Minute}).Do(req)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	return func() (sseEvent, bool) {
+		var ev sseEvent
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case strings.HasPrefix(line, "event: "):
+				ev.kind = strings.TrimPrefix(line, "event: ")
+			case strings.HasPrefix(line, "id: "):
+				ev.id = strings.TrimPrefix(line, "id: ")
+			case strings.HasPrefix(line, "data: "):
+				ev.data = strings.TrimPrefix(line, "data: ")
+			case line == "" && ev.kind != "":
+				return ev, true
+			}
+		}
+		return ev, false
+	}, func() { resp.Body.Close() }
+}
+
+// TestEventsCarryTheReplyAsItStreams: while the model streams, the run's
+// event stream carries "delta" events with ids "SEQ.N" after the step
+// that asked for the call; a client that drops off and reconnects with
+// the last delta's id gets the live events from then on and the steps it
+// has not seen, none twice; the step after the call holds the whole
+// reply.
+func TestEventsCarryTheReplyAsItStreams(t *testing.T) {
+	release, connected := make(chan struct{}), make(chan struct{})
+	chunk := func(delta, finish string) string {
+		f := "null"
+		if finish != "" {
+			f = `"` + finish + `"`
+		}
+		return `{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":` + delta + `,"finish_reason":` + f + `}]}`
+	}
+	model := modeltest.New(t, modeltest.Reply{
+		Events: modeltest.Data(
+			chunk(`{"role":"assistant","content":""}`, ""),
+			chunk(`{"content":"Hello"}`, ""),
+			chunk(`{"content":" from"}`, ""),
+			chunk(`{"content":" the stream."}`, ""),
+			chunk(`{}`, "stop"),
+			"[DONE]",
+		),
+		Before: func(i int) {
+			switch i {
+			case 1:
+				<-connected // the reply waits for the first client
+			case 3:
+				<-release // the rest waits for the second client
+			}
+		},
+	})
+	// Registered after the model server's, so it runs first: a test that
+	// fails early does not leave the server's handler waiting.
+	t.Cleanup(func() { openOnce(connected); openOnce(release) })
+	dir := agentsDir(t)
+	os.WriteFile(filepath.Join(dir, "streamer.toml"), []byte(fmt.Sprintf("name = \"streamer\"\n[models.primary]\nprovider = \"openai\"\nmodel = \"m\"\nbase_url = \"%s/v1\"\n", model.URL)), 0o644)
+	f := newFixture(t, Config{Workers: 1, AgentsDir: dir})
+	var run apiRun
+	f.do("POST", "/v1/runs", map[string]any{"agent": "streamer", "input": "hi"}).json(t, &run)
+
+	// The first client: the steps up to the call's request, then the
+	// call's live events as they come.
+	next, closeFirst := f.openStream(run.ID, "")
+	var first []sseEvent
+	for {
+		ev, ok := next()
+		if !ok {
+			t.Fatalf("the stream ended: %v", first)
+		}
+		first = append(first, ev)
+		if len(first) == 1 {
+			openOnce(connected) // subscribed before its first event was written
+		}
+		if _, deltas := split(first); len(deltas) == 2 {
+			break
+		}
+	}
+	closeFirst()
+	steps, deltas := split(first)
+	if strings.Join(steps, ",") != "0,1" || strings.Join(deltas, ",") != "1.1,1.2" {
+		t.Fatalf("first client: steps %v, deltas %v (%v)", steps, deltas, first)
+	}
+	if ev := first[len(first)-1]; ev.data != `{"seq":1,"n":2,"part":"text","text":" from"}` {
+		t.Errorf("delta data %s", ev.data)
+	}
+	kinds := ""
+	for _, ev := range first {
+		if ev.kind != "run" && ev.kind != "calling" { // the call may start before the client connects
+			kinds += ev.kind + " "
+		}
+	}
+	if kinds != "step step delta delta " {
+		t.Errorf("first client's events: %s", kinds)
+	}
+
+	// The second client reconnects where the first stopped.
+	next, closeSecond := f.openStream(run.ID, "1.2")
+	defer closeSecond()
+	var second []sseEvent
+	for {
+		ev, ok := next()
+		if !ok {
+			break
+		}
+		second = append(second, ev)
+		if len(second) == 1 {
+			openOnce(release) // subscribed: let the model finish
+		}
+		if ev.kind == "end" {
+			break
+		}
+	}
+	steps, deltas = split(second)
+	if strings.Join(steps, ",") != "2" || strings.Join(deltas, ",") != "1.3" {
+		t.Fatalf("second client: steps %v, deltas %v (%v)", steps, deltas, second)
+	}
+	var step apiStep
+	for _, ev := range second {
+		if ev.kind == "step" {
+			json.Unmarshal([]byte(ev.data), &step)
+		}
+	}
+	if step.Result == nil || !strings.Contains(string(mustJSON(step.Result)), "Hello from the stream.") {
+		t.Errorf("the step after the call does not hold the whole reply: %s", mustJSON(step))
+	}
+}
+
+// openOnce closes ch unless it is closed already.
+func openOnce(ch chan struct{}) {
+	select {
+	case <-ch:
+	default:
+		close(ch)
+	}
+}
+
+// split returns the ids of the step events and of the delta events.
+func split(evs []sseEvent) (steps, deltas []string) {
+	for _, ev := range evs {
+		switch ev.kind {
+		case "step":
+			steps = append(steps, ev.id)
+		case "delta":
+			deltas = append(deltas, ev.id)
+			if _, _, ok := strings.Cut(ev.id, "."); !ok {
+				deltas = append(deltas, "bad id "+strconv.Quote(ev.id))
+			}
+		}
+	}
+	return steps, deltas
+}
+
+func mustJSON(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
+}
