@@ -120,7 +120,7 @@ func (s *Spec) provider(role string, m Model, offset int) (shell.ModelProvider, 
 		return openai.New(openai.Options{
 			BaseURL: m.BaseURL, Model: m.Model, APIKeyEnv: m.APIKeyEnv, Timeout: timeout,
 			Retry: s.modelRetry[role], MaxRetries: m.MaxRetries, Temperature: m.Temperature, MaxTokens: m.MaxTokens,
-			Accepts: m.Accepts,
+			Accepts:  m.Accepts,
 			NoStream: noStream,
 		})
 	case responses.Name:

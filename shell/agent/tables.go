@@ -11,8 +11,8 @@ import (
 
 	"github.com/stepwise-agent/stepwise/core"
 	"github.com/stepwise-agent/stepwise/shell"
-	"github.com/stepwise-agent/stepwise/shell/models/openai"
 	"github.com/stepwise-agent/stepwise/shell/models/anthropic"
+	"github.com/stepwise-agent/stepwise/shell/models/openai"
 	"github.com/stepwise-agent/stepwise/shell/models/script"
 )
 
