@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -13,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/stepwise-agent/stepwise/internal/modeltest"
 )
 
 // browserDir holds the browser test's script and its npm package
@@ -57,10 +60,38 @@ func browserTools(t *testing.T) (node, chromium string) {
 // and watching it complete live, a fork with an edited tool result, replay,
 // the dark scheme), then checks from the API that what the page did
 // happened.
+// A third run streams its model's reply, which the page shows as it comes.
 func TestInspectorInBrowser(t *testing.T) {
 	node, chromium := browserTools(t)
 	const token = "inspector test;token \"=%+" // a cookie cannot hold it verbatim
-	f := newFixture(t, Config{Workers: 2, Tokens: []string{token}})
+	// The streamer's model streams its reply: the first pieces once the
+	// page watches the run (the script says "WATCHING STREAM"), the rest
+	// once the page showed them ("SEEN STREAM").
+	watching, seen := make(chan struct{}), make(chan struct{})
+	model := modeltest.New(t, modeltest.Reply{
+		Events: modeltest.Data(
+			streamChunk(`{"role":"assistant","content":""}`, ""),
+			streamChunk(`{"content":"Hello"}`, ""),
+			streamChunk(`{"content":" from"}`, ""),
+			streamChunk(`{"content":" the stream."}`, ""),
+			streamChunk(`{}`, "stop"),
+			"[DONE]",
+		),
+		Before: func(i int) {
+			switch i {
+			case 1:
+				<-watching
+			case 3:
+				<-seen
+			}
+		},
+	})
+	t.Cleanup(func() { openOnce(watching); openOnce(seen) }) // runs before the model server's
+	dir := agentsDir(t)
+	if err := os.WriteFile(filepath.Join(dir, "streamer.toml"), []byte(fmt.Sprintf("name = \"streamer\"\n[models.primary]\nprovider = \"openai\"\nmodel = \"m\"\nbase_url = \"%s/v1\"\n", model.URL)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, Config{Workers: 2, Tokens: []string{token}, AgentsDir: dir})
 	auth := []string{"Authorization", "Bearer " + token}
 	paused := func() string {
 		r := f.do("POST", "/v1/runs", map[string]any{"agent": "shopper", "input": "buy a lamp", "options": map[string]string{"wait": "5s"}}, auth...)
@@ -74,6 +105,10 @@ func TestInspectorInBrowser(t *testing.T) {
 	}
 	want(t, f.do("POST", "/v1/runs", map[string]any{"agent": "quick", "input": "hi", "options": map[string]string{"wait": "5s"}}, auth...), http.StatusCreated)
 	byMouse, byKeys := paused(), paused()
+	r := f.do("POST", "/v1/runs", map[string]any{"agent": "streamer", "input": "hi"}, auth...)
+	want(t, r, http.StatusCreated)
+	var streamed apiRun
+	r.json(t, &streamed)
 
 	shots := os.Getenv("STEPWISE_SHOTS") // a directory to keep the screenshots in
 	if shots == "" {
@@ -86,7 +121,7 @@ func TestInspectorInBrowser(t *testing.T) {
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 10 * time.Second
 	cmd.Env = append(os.Environ(), "STEPWISE_URL="+f.url, "STEPWISE_TOKEN="+token, "CHROMIUM="+chromium,
-		"RUN_CLICK="+byMouse, "RUN_KEYS="+byKeys, "SHOTS="+shots)
+		"RUN_CLICK="+byMouse, "RUN_KEYS="+byKeys, "RUN_STREAM="+streamed.ID, "SHOTS="+shots)
 	cmd.Stderr = &logWriter{t: t}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -100,6 +135,12 @@ func TestInspectorInBrowser(t *testing.T) {
 	for sc.Scan() {
 		line := sc.Text()
 		t.Log(line)
+		switch line {
+		case "WATCHING STREAM":
+			openOnce(watching)
+		case "SEEN STREAM":
+			openOnce(seen)
+		}
 		if v, ok := strings.CutPrefix(line, "RESULT "); ok {
 			if err := json.Unmarshal([]byte(v), &result); err != nil {
 				t.Errorf("the script's result %q: %v", v, err)
@@ -137,6 +178,18 @@ func TestInspectorInBrowser(t *testing.T) {
 	if got := toolResultsOf(t, f, fork.ID, auth); got != "call_approve=error:over budget" {
 		t.Errorf("the fork's call got %s, want the page's edited result", got)
 	}
+	if run := runAuthed(t, f, streamed.ID, auth); run.Status != "completed" || run.Answer != "Hello from the stream." {
+		t.Errorf("the streamed run: %s %q", run.Status, run.Answer)
+	}
+}
+
+// streamChunk is a chat completions stream chunk with a delta.
+func streamChunk(delta, finish string) string {
+	f := "null"
+	if finish != "" {
+		f = `"` + finish + `"`
+	}
+	return `{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":` + delta + `,"finish_reason":` + f + `}]}`
 }
 
 // runAuthed reads a run with the token.

@@ -20,12 +20,17 @@ import (
 // changes requests make. Streams also poll the store, for the steps other
 // servers write. It also hands the streams the live events of a model
 // call in flight ("calling", "delta", model "retry"), which are never
-// stored: a stream only gets those that happen while it is connected.
+// stored: a stream only gets those that happen while it is connected,
+// except that a stream that connects during a call gets its "calling"
+// event, so that it knows a call is in flight.
 type hub struct {
-	mu     sync.Mutex
-	subs   map[string]map[*subscriber]bool
-	closed chan struct{}
-	once   sync.Once
+	mu   sync.Mutex
+	subs map[string]map[*subscriber]bool
+	// calling holds the "calling" event of each run whose model call is in
+	// flight, until the run's next event that is not live.
+	calling map[string]shell.Event
+	closed  chan struct{}
+	once    sync.Once
 }
 
 // subscriber is one stream of a run: woken when the run changed, with the
@@ -43,17 +48,23 @@ type subscriber struct {
 const maxLive = 4096
 
 func newHub() *hub {
-	return &hub{subs: map[string]map[*subscriber]bool{}, closed: make(chan struct{})}
+	return &hub{subs: map[string]map[*subscriber]bool{}, calling: map[string]shell.Event{}, closed: make(chan struct{})}
 }
 
 // Event implements shell.Observer.
 func (h *hub) Event(e shell.Event) {
 	if !isLive(e) {
+		h.mu.Lock()
+		delete(h.calling, e.RunID) // the call, if any, is over
+		h.mu.Unlock()
 		h.notify(e.RunID)
 		return
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if e.Kind == "calling" {
+		h.calling[e.RunID] = e
+	}
 	for sub := range h.subs[e.RunID] {
 		if !sub.wantsLive {
 			continue
@@ -107,6 +118,15 @@ func (h *hub) notify(runID string) {
 	}
 }
 
+// driven tells the streams of a run that this server stopped driving it:
+// no call of it is in flight here.
+func (h *hub) driven(runID string) {
+	h.mu.Lock()
+	delete(h.calling, runID)
+	h.mu.Unlock()
+	h.notify(runID)
+}
+
 // subscribe returns a channel woken when the run changes.
 func (h *hub) subscribe(runID string) (chan struct{}, func()) {
 	sub, done := h.add(runID, false)
@@ -123,6 +143,9 @@ func (h *hub) add(runID string, live bool) (*subscriber, func()) {
 	sub := &subscriber{wake: make(chan struct{}, 1), wantsLive: live}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if e, ok := h.calling[runID]; ok && live {
+		sub.live = []shell.Event{e}
+	}
 	if h.subs[runID] == nil {
 		h.subs[runID] = map[*subscriber]bool{}
 	}
@@ -196,7 +219,8 @@ func (s *Server) stepsAfter(ctx context.Context, id string, after, limit int) ([
 // call). They are not stored: the step after carries the whole reply. A
 // client that reconnects with Last-Event-ID "SEQ.N" (read as SEQ) gets
 // the steps after SEQ, none twice, and the live events from then on, not
-// those it missed.
+// those it missed. A client that connects during a call gets its
+// "calling" event first.
 //
 // With ?wait=DURATION (and no text/event-stream in Accept) it long-polls
 // instead: the steps after ?after=SEQ, as JSON, at once when there are

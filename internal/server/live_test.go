@@ -120,13 +120,7 @@ func TestEventsCarryTheReplyAsItStreams(t *testing.T) {
 	if ev := first[len(first)-1]; ev.data != `{"seq":1,"n":2,"part":"text","text":" from"}` {
 		t.Errorf("delta data %s", ev.data)
 	}
-	kinds := ""
-	for _, ev := range first {
-		if ev.kind != "run" && ev.kind != "calling" { // the call may start before the client connects
-			kinds += ev.kind + " "
-		}
-	}
-	if kinds != "step step delta delta " {
+	if kinds := kindsOf(first); kinds != "step step calling delta delta " {
 		t.Errorf("first client's events: %s", kinds)
 	}
 
@@ -151,6 +145,13 @@ func TestEventsCarryTheReplyAsItStreams(t *testing.T) {
 	if strings.Join(steps, ",") != "2" || strings.Join(deltas, ",") != "1.3" {
 		t.Fatalf("second client: steps %v, deltas %v (%v)", steps, deltas, second)
 	}
+	// It connected during the call: it is told of the call first.
+	if kinds := kindsOf(second); kinds != "calling delta step end " {
+		t.Errorf("second client's events: %s", kinds)
+	}
+	if second[0].kind == "calling" && second[0].data != `{"seq":1,"text":"primary model (1 message)"}` {
+		t.Errorf("calling data %s", second[0].data)
+	}
 	var step apiStep
 	for _, ev := range second {
 		if ev.kind == "step" {
@@ -160,6 +161,18 @@ func TestEventsCarryTheReplyAsItStreams(t *testing.T) {
 	if step.Result == nil || !strings.Contains(string(mustJSON(step.Result)), "Hello from the stream.") {
 		t.Errorf("the step after the call does not hold the whole reply: %s", mustJSON(step))
 	}
+}
+
+// kindsOf lists the kinds of the events other than "run" (which come
+// whenever the run changes), each followed by a space.
+func kindsOf(evs []sseEvent) string {
+	kinds := ""
+	for _, ev := range evs {
+		if ev.kind != "run" {
+			kinds += ev.kind + " "
+		}
+	}
+	return kinds
 }
 
 // openOnce closes ch unless it is closed already.

@@ -111,7 +111,7 @@ func (s *Server) leaseTTL() time.Duration {
 
 // drive drives a claimed run with the agent it recorded.
 func (s *Server) drive(l store.Lease, acquired time.Time) {
-	defer s.hub.notify(l.RunID)
+	defer s.hub.driven(l.RunID)
 	info, err := s.cfg.Store.Run(s.workCtx, l.RunID)
 	if err != nil {
 		s.logf("run %s: %v", l.RunID, err)

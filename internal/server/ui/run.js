@@ -6,6 +6,7 @@
 
 import { api, APIError, errorText } from './api.js';
 import { fill, h, holderText, runLink, statusBadge, timeEl } from './dom.js';
+import { flightPanel } from './flight.js';
 import { forkForm } from './fork.js';
 import { pendingPanel } from './pending.js';
 import { replayBox } from './replay.js';
@@ -28,6 +29,7 @@ export function runView(root, id) {
   const facts = h('div', { class: 'facts' });
   const pendingBox = h('section', { class: 'pending', id: 'pending', hidden: true, 'aria-labelledby': 'pending-title' });
   const forkList = h('div', {}, h('p', { class: 'hint' }, 'Looking for forks…'));
+  const flight = flightPanel();
   const tl = timeline(openFork, () => (run && run.parent ? `the fork starts from step ${run.parent.step} of its parent` : 'the run starts'));
   root.append(
     h('p', { class: 'crumbs' }, h('a', { href: '#/' }, '← All runs')),
@@ -36,7 +38,7 @@ export function runView(root, id) {
     h('div', { class: 'panels' },
       replayBox(id, (seq) => tl.highlight(seq)),
       h('section', { class: 'forks', 'aria-labelledby': 'forks-title' }, h('h2', { id: 'forks-title' }, 'Forks of this run'), forkList)),
-    tl.el);
+    tl.el, flight.el);
 
   function say(text, error) {
     notice.textContent = text;
@@ -105,6 +107,7 @@ export function runView(root, id) {
     if (step.seq <= lastSeq) return;
     lastSeq = step.seq;
     tl.add(step);
+    flight.stepped(step.seq);
   }
 
   function stopStream() {
@@ -124,7 +127,12 @@ export function runView(root, id) {
     src.addEventListener('step', (e) => addStep(JSON.parse(e.data)));
     // A run event carries the run as GET shows it.
     src.addEventListener('run', (e) => show(JSON.parse(e.data)));
+    // The live events of a model call in flight, after the step that asked for it.
+    src.addEventListener('calling', (e) => flight.calling(JSON.parse(e.data)));
+    src.addEventListener('delta', (e) => flight.delta(JSON.parse(e.data)));
+    src.addEventListener('retry', (e) => flight.retry(JSON.parse(e.data)));
     src.addEventListener('end', () => {
+      flight.clear();
       stopStream();
       setLive('ended');
       say('');
@@ -210,6 +218,7 @@ export function runView(root, id) {
   return {
     close() {
       closed = true;
+      flight.clear();
       stopStream();
       clearTimeout(retryTimer);
     },

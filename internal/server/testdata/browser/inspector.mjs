@@ -5,8 +5,10 @@
 //
 // Environment: STEPWISE_URL, STEPWISE_TOKEN, CHROMIUM (the executable),
 // RUN_CLICK (a paused run answered with the mouse, then forked), RUN_KEYS
-// (a paused run answered with the keyboard only), SHOTS (the screenshot
-// directory).
+// (a paused run answered with the keyboard only), RUN_STREAM (a run whose
+// model streams its reply: its first pieces once the script prints
+// "WATCHING STREAM", the rest once it prints "SEEN STREAM"), SHOTS (the
+// screenshot directory).
 
 import { chromium } from 'playwright-core';
 import path from 'node:path';
@@ -20,6 +22,7 @@ const base = env('STEPWISE_URL');
 const token = env('STEPWISE_TOKEN');
 const runClick = env('RUN_CLICK');
 const runKeys = env('RUN_KEYS');
+const runStream = env('RUN_STREAM');
 const shots = env('SHOTS');
 
 // Root in a container cannot use Chromium's sandbox; no GPU, and no QUIC
@@ -184,6 +187,23 @@ try {
     check(await page.locator('#step-1.diverged').count() === 1, 'the divergent step is not highlighted');
     check(await page.locator('.side-by-side figure').count() === 2, 'recorded and replayed are not side by side');
     await shot('replay-divergence');
+  });
+
+  await step('a streamed reply shows as it arrives; the step after the call holds it whole', async () => {
+    await page.goto(`${base}/#/runs/${runStream}`);
+    await page.locator('#live', { hasText: 'live' }).waitFor();
+    await page.locator('#step-1').waitFor(); // the step that asked for the call
+    console.log('WATCHING STREAM');
+    const flight = page.locator('#in-flight');
+    await flight.locator('pre[data-part="text"]', { hasText: 'Hello from' }).waitFor();
+    check((await text('#flight-status')).includes('primary model'), `the call's status: ${await text('#flight-status')}`);
+    check(await page.locator('#step-2').count() === 0, 'the reply is shown as a step before it ended');
+    await shot('streaming');
+    console.log('SEEN STREAM');
+    await page.locator('#run-status', { hasText: 'completed' }).waitFor();
+    await page.locator('#step-2', { hasText: 'Hello from the stream.' }).waitFor();
+    await flight.waitFor({ state: 'hidden' });
+    check(await text('#run-answer') === 'Hello from the stream.', 'no answer shown');
   });
 
   await step('dark colour scheme renders dark; the theme button overrides it', async () => {
