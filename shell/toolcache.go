@@ -23,6 +23,13 @@ type CachePolicy struct {
 	// for the run: a later call of the run with the same arguments gets
 	// the earlier result, also after the run was resumed.
 	TTL time.Duration
+	// Version identifies what the tool is, for results kept across runs:
+	// those kept under another version are not used. The agent loader sets
+	// a digest of the tool's table in the agent file (its command,
+	// settings and declaration), so a changed table starts afresh; a change
+	// the table does not show (the script a command runs, a Go tool's
+	// code) needs a new Version, or the old results until they expire.
+	Version string
 }
 
 func (p CachePolicy) validate() error {
@@ -61,7 +68,7 @@ func (r *Runner) fromCache(ctx context.Context, ag *Agent, cur *cursor, c core.T
 		if !ok {
 			return core.ToolResult{}, false
 		}
-		e, err := tc.CachedResult(ctx, store.ToolCacheKey(ag.Config.Name, c.Name, []byte(x.String(string(c.Args)))))
+		e, err := tc.CachedResult(ctx, store.ToolCacheKey(ag.Config.Name, c.Name, p.Version, []byte(x.String(string(c.Args)))))
 		if err != nil {
 			if !errors.Is(err, store.ErrNotFound) {
 				r.emit(func() Event {
@@ -102,7 +109,7 @@ func (r *Runner) toCache(ctx context.Context, ag *Agent, cur *cursor, c core.Too
 		if !ok {
 			return
 		}
-		e := store.CachedResult{Key: store.ToolCacheKey(ag.Config.Name, c.Name, []byte(x.String(string(c.Args)))),
+		e := store.CachedResult{Key: store.ToolCacheKey(ag.Config.Name, c.Name, p.Version, []byte(x.String(string(c.Args)))),
 			Tool: c.Name, Output: res.Output, Sources: res.Sources}
 		if err := tc.CacheResult(ctx, e, p.TTL); err != nil {
 			r.emit(func() Event {

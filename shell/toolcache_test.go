@@ -199,13 +199,14 @@ func TestCacheAcrossRunsPostgres(t *testing.T) {
 
 // testCacheAcrossRuns: a tool cached across runs answers a later run of
 // the same agent from the store, until the entry expires by the store's
-// clock; another agent, or other arguments, do not share it.
+// clock; another agent, another version of the tool, or other arguments,
+// do not share it.
 func testCacheAcrossRuns(t *testing.T, db shell.Store, clock *storetest.Clock) {
 	ctx := context.Background()
 	var c counted
-	run := func(agent, q string) core.ToolResult {
+	runVersion := func(agent, version, q string) core.ToolResult {
 		t.Helper()
-		ag := cachingAgent(t, agent, &c, shell.CachePolicy{TTL: time.Hour}, `{"tool_calls":[`+lookupCall("l1", q)+`]}`, `{"text":"done"}`)
+		ag := cachingAgent(t, agent, &c, shell.CachePolicy{TTL: time.Hour, Version: version}, `{"tool_calls":[`+lookupCall("l1", q)+`]}`, `{"text":"done"}`)
 		out, err := shell.NewRunner(db, nil).Start(ctx, ag, "look "+q)
 		if err != nil || out.Status != store.StatusCompleted {
 			t.Fatalf("%+v %v", out, err)
@@ -216,6 +217,7 @@ func testCacheAcrossRuns(t *testing.T, db shell.Store, clock *storetest.Clock) {
 		}
 		return resultsOf(t, db, out.RunID)["l1"]
 	}
+	run := func(agent, q string) core.ToolResult { t.Helper(); return runVersion(agent, "v1", q) }
 	first := run("cacher", "lamp")
 	if first.Cached || first.Output != "lamp, looked up (run 1)" {
 		t.Fatalf("first run: %+v", first)
@@ -233,6 +235,7 @@ func testCacheAcrossRuns(t *testing.T, db shell.Store, clock *storetest.Clock) {
 	check("a run before the expiry", run("cacher", "lamp"), true, "lamp, looked up (run 1)")
 	check("other arguments", run("cacher", "desk"), false, "desk, looked up (run 1)")
 	check("another agent", run("other", "lamp"), false, "lamp, looked up (run 1)")
+	check("a changed tool (another version)", runVersion("cacher", "v2", "lamp"), false, "lamp, looked up (run 1)")
 	check("a failure is not cached", run("cacher", "fail"), false, "")
 	if c.count("fail") != 1 {
 		t.Fatal("the failed lookup did not run")

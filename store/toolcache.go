@@ -37,11 +37,14 @@ type CachedResult struct {
 }
 
 // ToolCacheKey is the key of the result of tool called with args (its
-// canonical JSON arguments) by agent: the SHA-256 digest, in hex, of the
-// three, so neither the arguments nor anything in them is stored.
-func ToolCacheKey(agent, tool string, args []byte) string {
+// canonical JSON arguments) by agent, where version identifies what the
+// tool is (the shell passes shell.CachePolicy.Version: a digest of the
+// tool's table in the agent file), so that a changed tool does not get the
+// results of the one before. It is the SHA-256 digest, in hex, of the
+// four, so neither the arguments nor anything in them is stored.
+func ToolCacheKey(agent, tool, version string, args []byte) string {
 	h := sha256.New()
-	for _, part := range [][]byte{[]byte(agent), []byte(tool), args} {
+	for _, part := range [][]byte{[]byte(agent), []byte(tool), []byte(version), args} {
 		var n [8]byte
 		for i, l := 0, uint64(len(part)); i < 8; i++ {
 			n[i] = byte(l >> (8 * i))

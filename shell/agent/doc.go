@@ -247,8 +247,11 @@
 // reuses results within a run, also after the run paused or was resumed;
 // cache = "1h" (any positive duration) reuses them across runs of the agent
 // (by its name) for that long, kept in the run store (SQLite or
-// PostgreSQL) under a digest of agent, tool and arguments. Only
-// successful results are cached, as the run recorded them (secrets
+// PostgreSQL) under a digest of agent, tool, the tool's table and
+// arguments: a change of the table (its command, env, declaration, a
+// built-in's options; not the ttl) starts afresh, while a change the table
+// does not show (inside the script a command runs) keeps the old results
+// until they expire. Only successful results are cached, as the run recorded them (secrets
 // redacted). A result from the cache is recorded in the run like any
 // other, marked cached (`stepwise show` tells), so a replay is exact. A
 // tool that is not idempotent cannot be cached, nor can an external one,

@@ -1,6 +1,9 @@
 package agent
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -56,6 +59,7 @@ func (s *Spec) settings(t ToolTable, specs []core.Tool, external bool) error {
 		if t.Builtin != "" && slices.ContainsFunc(specs, func(ct core.Tool) bool { return ct.Name == "write_file" }) {
 			return keyErrorf("cache", "write_file changes files: a cached call would not write; give read_file and list_files tables of their own to cache them")
 		}
+		p.Version = tableDigest(t)
 		set.Cache, some = &p, true
 	}
 	if some {
@@ -64,6 +68,22 @@ func (s *Spec) settings(t ToolTable, specs []core.Tool, external bool) error {
 		}
 	}
 	return nil
+}
+
+// tableDigest identifies a tool's table for its cross-run cache
+// (shell.CachePolicy.Version): a digest of its canonical JSON without the
+// cache key itself, so that changing how long results are kept keeps them.
+func tableDigest(t ToolTable) string {
+	t.Cache = ""
+	b, err := json.Marshal(t) // struct fields in order, map keys sorted
+	if err != nil {
+		// A value JSON cannot hold (a NaN in parameters): its text holds
+		// the addresses of the table's pointers, so no other load of the
+		// file gets the same digest, and nothing kept before is reused.
+		b = fmt.Appendf(nil, "%v", t)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:16])
 }
 
 // cachePolicy reads a cache key: "run", or a positive duration.

@@ -192,6 +192,51 @@ type = "array"
 	}
 }
 
+// TestCacheVersionFollowsTheTable: a cached tool's version (which keys its
+// results across runs) is the same for the same table, also after a change
+// of how long results are kept, and another when anything else of the
+// table changes: its command, its declaration, a built-in's options.
+func TestCacheVersionFollowsTheTable(t *testing.T) {
+	dir := scriptDir(t, "x.jsonl")
+	version := func(table, tool string) string {
+		t.Helper()
+		s, err := agent.Parse([]byte(head+"\n[[tools]]\n"+table), "t.toml", dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ag, err := s.Build(agent.BuildOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := ag.ToolSettings[tool].Cache
+		if c == nil || c.Version == "" {
+			t.Fatalf("%s: no cache version in %+v", tool, ag.ToolSettings[tool])
+		}
+		return c.Version
+	}
+	const lookup = "name = \"lookup\"\nidempotent = true\nparameters = '{\"type\": \"object\", \"properties\": {\"q\": {\"type\": \"string\"}}}'\n"
+	base := version(lookup+"command = [\"cat\"]\ncache = \"1h\"\n", "lookup")
+	if got := version(lookup+"command = [\"cat\"]\ncache = \"1h\"\n", "lookup"); got != base {
+		t.Fatalf("the same table: %s, then %s", base, got)
+	}
+	if got := version(lookup+"command = [\"cat\"]\ncache = \"2h\"\n", "lookup"); got != base {
+		t.Fatalf("another ttl changed the version: %s, then %s", base, got)
+	}
+	for what, table := range map[string]string{
+		"another command":     lookup + "command = [\"tac\"]\ncache = \"1h\"\n",
+		"another description": lookup + "description = \"Looks up.\"\ncommand = [\"cat\"]\ncache = \"1h\"\n",
+		"another env":         lookup + "command = [\"cat\"]\nenv = [\"LANG\"]\ncache = \"1h\"\n",
+	} {
+		if got := version(table, "lookup"); got == base {
+			t.Errorf("%s kept the version %s", what, got)
+		}
+	}
+	get := version("builtin = \"http_get\"\nallow_hosts = [\"example.com\"]\ncache = \"1h\"\n", "http_get")
+	if version("builtin = \"http_get\"\nallow_hosts = [\"example.org\"]\ncache = \"1h\"\n", "http_get") == get {
+		t.Error("other allowed hosts kept the version")
+	}
+}
+
 // TestBuildDeclaresEachToolOnce: the built agent's tool list is the file's,
 // in its order, and each internal tool's implementation is declared as the
 // file declares it (a description or idempotent key overriding a

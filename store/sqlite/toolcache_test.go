@@ -15,7 +15,7 @@ import (
 func TestToolCacheCorruptAndArgsNotStored(t *testing.T) {
 	ctx := context.Background()
 	s := openTest(t)
-	key := store.ToolCacheKey("agent", "lookup", []byte(`{"q":"argument-text-7731"}`))
+	key := store.ToolCacheKey("agent", "lookup", "v1", []byte(`{"q":"argument-text-7731"}`))
 	if err := s.CacheResult(ctx, store.CachedResult{Key: key, Tool: "lookup", Output: "a desk lamp"}, time.Hour); err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ func testToolCache(t *testing.T, h Harness) {
 	if !ok {
 		t.Fatalf("the store (%T) does not implement store.ToolCache", s)
 	}
-	key := store.ToolCacheKey("agent", "lookup", []byte(`{"q":"lamp"}`))
+	key := store.ToolCacheKey("agent", "lookup", "v1", []byte(`{"q":"lamp"}`))
 	if _, err := tc.CachedResult(ctx, key); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("an empty cache: %v", err)
 	}
@@ -40,7 +40,7 @@ func testToolCache(t *testing.T, h Harness) {
 		}
 	}
 	// Another key is another entry; the same key is replaced.
-	key2 := store.ToolCacheKey("agent", "lookup", []byte(`{"q":"desk"}`))
+	key2 := store.ToolCacheKey("agent", "lookup", "v1", []byte(`{"q":"desk"}`))
 	must(t, tc.CacheResult(ctx, store.CachedResult{Key: key2, Tool: "lookup", Output: "a desk"}, 3*time.Hour))
 	must(t, tc.CacheResult(ctx, store.CachedResult{Key: key, Tool: "lookup", Output: "a desk lamp, 17.50"}, time.Hour))
 	if got, err := other.CachedResult(ctx, key); err != nil || got.Output != "a desk lamp, 17.50" || got.Sources != nil {
