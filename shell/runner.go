@@ -105,7 +105,7 @@ type Event struct {
 	// "results" event reports, for tracing (see shell/telemetry). They are
 	// set only on those events, and hold redacted data, as stored.
 
-	// Start is when the call began ("model", "tool", "memory").
+	// Start is when the call began ("calling", "model", "tool", "memory").
 	Start time.Time
 	// Request is the request performed: the core.RequestModelCall of a
 	// "model" event, the memory request of a "memory" event.

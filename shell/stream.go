@@ -44,7 +44,7 @@ func (r *Runner) modelStream(req *ModelRequest, cur *cursor, role core.ModelRole
 		if n == 1 {
 			plural = ""
 		}
-		return Event{RunID: cur.id, Seq: cur.seq, Kind: "calling", Text: fmt.Sprintf("%s model (%d message%s)", role, n, plural)}
+		return Event{RunID: cur.id, Seq: cur.seq, Kind: "calling", Text: fmt.Sprintf("%s model (%d message%s)", role, n, plural), Start: time.Now()}
 	})
 	return s
 }

@@ -72,6 +72,9 @@ func TestModelCallEvents(t *testing.T) {
 		if e.Kind == "calling" || e.Kind == "delta" || e.Kind == "retry" {
 			got = append(got, fmt.Sprintf("%d.%d %s %s %q", e.Seq, e.Index, e.Kind, e.Part, e.Text))
 		}
+		if e.Kind == "calling" && (e.Start.IsZero() || time.Since(e.Start) > time.Minute) {
+			t.Errorf("the calling event says the call began at %s", e.Start)
+		}
 	}
 	want := []string{
 		`1.0 calling  "primary model (1 message)"`,

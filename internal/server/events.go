@@ -355,6 +355,8 @@ type liveEvent struct {
 	N    int    `json:"n,omitempty"`
 	Part string `json:"part,omitempty"`
 	Text string `json:"text"`
+	// Started is when a "calling" event's call began.
+	Started *time.Time `json:"started,omitempty"`
 }
 
 // writeLive writes the live events of the model call that the stream's
@@ -370,7 +372,12 @@ func writeLive(w http.ResponseWriter, events []shell.Event, after int) (later []
 		case e.Seq < after:
 			continue
 		}
-		data := jsonText(liveEvent{Seq: e.Seq, N: e.Index, Part: e.Part, Text: e.Text})
+		le := liveEvent{Seq: e.Seq, N: e.Index, Part: e.Part, Text: e.Text}
+		if e.Kind == "calling" && !e.Start.IsZero() {
+			started := e.Start.UTC()
+			le.Started = &started
+		}
+		data := jsonText(le)
 		if e.Index > 0 {
 			fmt.Fprintf(w, "id: %d.%d\nevent: %s\ndata: %s\n\n", e.Seq, e.Index, e.Kind, data)
 		} else {

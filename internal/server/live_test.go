@@ -149,8 +149,17 @@ func TestEventsCarryTheReplyAsItStreams(t *testing.T) {
 	if kinds := kindsOf(second); kinds != "calling delta step end " {
 		t.Errorf("second client's events: %s", kinds)
 	}
-	if second[0].kind == "calling" && second[0].data != `{"seq":1,"text":"primary model (1 message)"}` {
-		t.Errorf("calling data %s", second[0].data)
+	if second[0].kind == "calling" {
+		var calling struct {
+			Seq     int
+			Text    string
+			Started time.Time
+		}
+		err := json.Unmarshal([]byte(second[0].data), &calling)
+		created, _ := time.Parse(time.RFC3339Nano, run.Created)
+		if err != nil || calling.Seq != 1 || calling.Text != "primary model (1 message)" || calling.Started.Before(created) || time.Since(calling.Started) > time.Minute {
+			t.Errorf("calling data %s (run created %s)", second[0].data, run.Created)
+		}
 	}
 	var step apiStep
 	for _, ev := range second {

@@ -58,10 +58,13 @@ export function flightPanel() {
   return {
     el,
     clear,
-    // calling: {seq, text} when the call starts.
+    // calling: {seq, text, started} when the call starts (or the page
+    // connects during it).
     calling(ev) {
       start(ev.seq);
       what = ev.text;
+      const at = Date.parse(ev.started);
+      if (Number.isFinite(at)) started = Math.min(at, Date.now());
       tick();
     },
     // delta: {seq, n, part, text}, a piece of the reply.
