@@ -20,7 +20,7 @@ import (
 func (s *Postgres) Export(ctx context.Context, runID string, w io.Writer) error {
 	return s.inTx(ctx, "export run "+runID, readSnapshot, func(b *pgx.Batch) {
 		b.Queue(`SELECT r.rk, r.id, r.agent, r.config_hash, r.config, r.input, r.status, r.created_ns,
-			greatest(r.updated_ns, s.created_ns), r.answer, r.fail_code, r.reason, r.parent_id, r.parent_step, s.seq
+			greatest(r.updated_ns, s.created_ns), r.answer, r.fail_code, r.reason, r.parent_id, r.parent_step, r.retry_ns, s.seq
 			FROM runs r`+lastStepJoin+` WHERE r.id = $1`, runID)
 		b.Queue(`SELECT i.seq, i.call_id, i.tool, i.args, i.started_ns, i.result, i.completed_ns, i.sum
 			FROM intents i JOIN runs r ON r.rk = i.rk WHERE r.id = $1 ORDER BY i.seq, i.ord`, runID)
@@ -32,7 +32,7 @@ func (s *Postgres) Export(ctx context.Context, runID string, w io.Writer) error 
 		var status, failCode string
 		var input, answer, reason []byte
 		err := br.QueryRow().Scan(&rk, &r.ID, &r.Agent, &r.ConfigHash, &r.Config, &input, &status, &r.Created, &r.Updated,
-			&answer, &failCode, &reason, &r.ParentID, &parentStep, &lastSeq)
+			&answer, &failCode, &reason, &r.ParentID, &parentStep, &r.Retry, &lastSeq)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("export run %s: %w", runID, store.ErrNotFound)
 		}

@@ -80,10 +80,10 @@ func insertRun(ctx context.Context, tx pgx.Tx, r codec.RunRow) (int64, error) {
 	}
 	var rk int64
 	err := tx.QueryRow(ctx, `INSERT INTO runs (id, agent, config_hash, config, input, status, created_ns, updated_ns,
-		answer, fail_code, reason, parent_id, parent_step, lease_owner, lease_token, lease_expires_ns)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) RETURNING rk`,
+		answer, fail_code, reason, parent_id, parent_step, retry_ns, lease_owner, lease_token, lease_expires_ns)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) RETURNING rk`,
 		r.ID, r.Agent, r.ConfigHash, nonNil(r.Config), []byte(r.Input), string(r.Status), r.Created, r.Updated,
-		[]byte(r.Answer), string(r.FailCode), []byte(r.Reason), r.ParentID, int64(r.ParentStep),
+		[]byte(r.Answer), string(r.FailCode), []byte(r.Reason), r.ParentID, int64(r.ParentStep), r.Retry,
 		r.Lease.Owner, r.Lease.Token, expires).Scan(&rk)
 	if uniqueViolation(err, "runs_id_key") {
 		return 0, fmt.Errorf("run %s: %w", r.ID, store.ErrExists)

@@ -76,8 +76,9 @@
 // "run" holds id, agent, config_hash, config (the agent config bytes,
 // base64), input, status, created and updated (as in RunInfo; RFC 3339, UTC,
 // nanoseconds),
-// answer, fail_code, reason, parent_id and parent_step (omitted when empty),
-// and steps (the number of steps).
+// answer, fail_code, reason, parent_id, parent_step and retry_at (when a
+// stalled run may be tried again) (each omitted when empty), agent_changes
+// (resume --agent), and steps (the number of steps).
 //
 // Each step holds:
 //

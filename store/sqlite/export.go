@@ -26,10 +26,10 @@ func (s *SQLite) Export(ctx context.Context, runID string, w io.Writer) error {
 	var status, failCode string
 	err = tx.QueryRowContext(ctx, `SELECT r.rk, r.id, r.agent, r.config_hash, r.config, r.input, r.status, r.created_ns,
 		max(r.updated_ns, s.created_ns),
-		r.answer, r.fail_code, r.reason, r.parent_id, r.parent_step, s.seq FROM runs r JOIN steps s ON s.id = `+lastStepID+`
+		r.answer, r.fail_code, r.reason, r.parent_id, r.parent_step, r.retry_ns, s.seq FROM runs r JOIN steps s ON s.id = `+lastStepID+`
 		WHERE r.id = ?`, runID).Scan(
 		&rk, &r.ID, &r.Agent, &r.ConfigHash, &r.Config, &r.Input, &status, &r.Created, &r.Updated,
-		&r.Answer, &failCode, &r.Reason, &r.ParentID, &r.ParentStep, &r.LastSeq)
+		&r.Answer, &failCode, &r.Reason, &r.ParentID, &r.ParentStep, &r.Retry, &r.LastSeq)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("export run %s: %w", runID, store.ErrNotFound)
 	}

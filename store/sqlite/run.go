@@ -76,10 +76,10 @@ func insertRun(ctx context.Context, tx dbtx, r codec.RunRow) (int64, error) {
 		expires = r.Lease.Expires.UnixNano()
 	}
 	res, err := tx.ExecContext(ctx, `INSERT INTO runs (id, agent, config_hash, config, input, status, created_ns, updated_ns,
-		answer, fail_code, reason, parent_id, parent_step, lease_owner, lease_token, lease_expires_ns)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		answer, fail_code, reason, parent_id, parent_step, retry_ns, lease_owner, lease_token, lease_expires_ns)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.ID, r.Agent, r.ConfigHash, r.Config, r.Input, string(r.Status), r.Created, r.Updated,
-		r.Answer, string(r.FailCode), r.Reason, r.ParentID, r.ParentStep, r.Lease.Owner, r.Lease.Token, expires)
+		r.Answer, string(r.FailCode), r.Reason, r.ParentID, r.ParentStep, r.Retry, r.Lease.Owner, r.Lease.Token, expires)
 	if err != nil {
 		var se sqlite3.Error
 		if errors.As(err, &se) && se.ExtendedCode == sqlite3.ErrConstraintUnique {

@@ -72,6 +72,30 @@ func testExportImport(t *testing.T, h Harness) {
 	l2, err := dst.Acquire(ctx, "r", store.LeaseRequest{Owner: "x/1/y", TTL: time.Hour})
 	must(t, err)
 	must(t, dst.Checkpoint(ctx, l2, g.next()))
+
+	// A stalled run keeps when it may be tried again.
+	retry := time.Date(2031, 2, 3, 4, 5, 6, 789, time.UTC)
+	ls, gs := create(t, src, "s", tools(1))
+	must(t, src.Checkpoint(ctx, ls, gs.next()))
+	must(t, src.SetStatus(ctx, ls, store.StatusChange{Status: store.StatusStalled, Reason: "429", RetryAt: retry}))
+	var stalled, stalledAgain bytes.Buffer
+	must(t, src.Export(ctx, "s", &stalled))
+	if !bytes.Contains(stalled.Bytes(), []byte(`"retry_at":"2031-02-03T04:05:06.000000789Z"`)) {
+		t.Fatalf("the export of a stalled run does not say when to retry: %.300s", stalled.String())
+	}
+	if _, err := dst.Import(ctx, bytes.NewReader(stalled.Bytes())); err != nil {
+		t.Fatal(err)
+	}
+	if ri, _ := dst.Run(ctx, "s"); ri.Status != store.StatusStalled || !ri.RetryAt.Equal(retry) {
+		t.Fatalf("imported stalled run: %s, retry at %s", ri.Status, ri.RetryAt)
+	}
+	must(t, dst.Export(ctx, "s", &stalledAgain))
+	if !bytes.Equal(stalled.Bytes(), stalledAgain.Bytes()) {
+		t.Fatal("the stalled run's export after import differs")
+	}
+	if bytes.Contains(first.Bytes(), []byte(`"retry_at"`)) {
+		t.Fatal("a run that is not stalled exports a retry time")
+	}
 }
 
 // testListRuns: filters by status (one or several), agent and limit, newest

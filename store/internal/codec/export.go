@@ -42,7 +42,9 @@ type exportRun struct {
 	Reason     string       `json:"reason,omitempty"`
 	ParentID   string       `json:"parent_id,omitempty"`
 	ParentStep int          `json:"parent_step,omitempty"`
-	Steps      int          `json:"steps"`
+	// RetryAt is, for a stalled run, when the next attempt may start.
+	RetryAt string `json:"retry_at,omitempty"`
+	Steps   int    `json:"steps"`
 	// AgentChanges are the run's agent changes (resume --agent), in order.
 	AgentChanges []exportAgentChange `json:"agent_changes,omitempty"`
 }
@@ -153,6 +155,9 @@ type RunRow struct {
 	Reason                string
 	ParentID              string
 	ParentStep            int
+	// Retry is, for a stalled run, when the next attempt may start (0:
+	// none).
+	Retry int64
 	// LastSeq is the run's last step (for an export).
 	LastSeq int
 	// Lease is the lease it is created with (none for an import).
@@ -191,6 +196,9 @@ func Begin(w io.Writer, r RunRow, changes []ChangeRow, intents map[int][]IntentR
 		Status: r.Status, Created: FormatTime(r.Created), Updated: FormatTime(r.Updated),
 		Answer: r.Answer, FailCode: string(r.FailCode), Reason: r.Reason, ParentID: r.ParentID, ParentStep: r.ParentStep,
 		Steps: r.LastSeq + 1,
+	}
+	if r.Retry != 0 {
+		er.RetryAt = FormatTime(r.Retry)
 	}
 	for _, c := range changes {
 		ec := exportAgentChange{Seq: c.Seq, Created: FormatTime(c.Created), Config: nonNil(c.Config)}
@@ -329,6 +337,11 @@ func checkImport(id string, f *exportFile) (*ImportPlan, error) {
 	}
 	if p.Run.Updated, err = parseTime(fr.Updated); err != nil {
 		return nil, fail("updated: %v", err)
+	}
+	if fr.RetryAt != "" {
+		if p.Run.Retry, err = parseTime(fr.RetryAt); err != nil {
+			return nil, fail("retry_at: %v", err)
+		}
 	}
 	for i := range fr.AgentChanges {
 		c := &fr.AgentChanges[i]
