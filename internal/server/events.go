@@ -54,10 +54,7 @@ func newHub() *hub {
 // Event implements shell.Observer.
 func (h *hub) Event(e shell.Event) {
 	if !isLive(e) {
-		h.mu.Lock()
-		delete(h.calling, e.RunID) // the call, if any, is over
-		h.mu.Unlock()
-		h.notify(e.RunID)
+		h.driven(e.RunID) // the call, if any, is over
 		return
 	}
 	h.mu.Lock()
@@ -118,13 +115,15 @@ func (h *hub) notify(runID string) {
 	}
 }
 
-// driven tells the streams of a run that this server stopped driving it:
-// no call of it is in flight here.
+// driven tells the streams of a run that it changed with no model call in
+// flight here: a step, or this server stopped driving it.
 func (h *hub) driven(runID string) {
 	h.mu.Lock()
+	defer h.mu.Unlock()
 	delete(h.calling, runID)
-	h.mu.Unlock()
-	h.notify(runID)
+	for sub := range h.subs[runID] {
+		sub.poke()
+	}
 }
 
 // subscribe returns a channel woken when the run changes.
