@@ -5,10 +5,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stepwise-agent/stepwise/shell/tools"
 	"github.com/stepwise-agent/stepwise/store"
 	"github.com/stepwise-agent/stepwise/store/postgres"
 	"github.com/stepwise-agent/stepwise/store/sqlite"
 )
+
+// The sql_query tool reaches SQLite through the driver the store uses
+// (shell has none of its own).
+func init() { tools.RegisterSQLite(tools.SQLite{Open: sqlite.OpenQuery, Error: sqlite.QueryError}) }
 
 // isPostgresURL reports whether a --db value names a PostgreSQL database.
 func isPostgresURL(dsn string) bool {

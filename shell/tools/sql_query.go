@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"database/sql"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -11,12 +12,49 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
 	"github.com/stepwise-agent/stepwise/core"
 	"github.com/stepwise-agent/stepwise/shell"
 )
+
+// SQLite is how sql_query reaches SQLite. shell has no database driver of
+// its own (it builds without cgo), so the program that runs agents
+// registers one: cmd/stepwise registers store/sqlite's OpenQuery and
+// QueryError. Until one is registered, sql_query answers that it is not
+// available.
+type SQLite struct {
+	// Open opens the database at a file: URI (which says read-only) on
+	// one connection that can reach no other file (no ATTACH).
+	Open func(ctx context.Context, dsn string) (*sql.DB, *sql.Conn, error)
+	// Error words an error of such a connection for the model (nil: the
+	// error as it is).
+	Error func(error) error
+}
+
+var sqliteDriver atomic.Pointer[SQLite]
+
+// RegisterSQLite makes d the way sql_query reaches SQLite.
+func RegisterSQLite(d SQLite) { sqliteDriver.Store(&d) }
+
+// openReadOnly opens the database at dsn through the registered SQLite.
+func openReadOnly(ctx context.Context, dsn string) (*sql.DB, *sql.Conn, error) {
+	d := sqliteDriver.Load()
+	if d == nil || d.Open == nil {
+		return nil, nil, errors.New("sql_query is not available: this program registered no SQLite driver (tools.RegisterSQLite)")
+	}
+	return d.Open(ctx, dsn)
+}
+
+// sqlError words a database error for the model.
+func sqlError(err error) error {
+	if d := sqliteDriver.Load(); d != nil && d.Error != nil {
+		return d.Error(err)
+	}
+	return fmt.Errorf("SQLite: %v", err)
+}
 
 // Defaults of SQLQueryOptions.
 const (
@@ -67,7 +105,7 @@ type sqlQuery struct {
 // SQLQuery returns the sql_query tool: it runs a query against a SQLite
 // database opened read-only and returns the rows as JSON, columns in the
 // order of the query. Writes fail with an error the model sees.
-// Idempotent.
+// Idempotent. It needs a registered SQLite (RegisterSQLite).
 func SQLQuery(opts SQLQueryOptions) shell.Tool {
 	return &sqlQuery{opts: opts.withDefaults(), err: opts.validate()}
 }

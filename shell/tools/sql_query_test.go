@@ -1,5 +1,3 @@
-//go:build cgo
-
 package tools
 
 import (
@@ -12,8 +10,11 @@ import (
 	"testing"
 	"time"
 
-	_ "github.com/mattn/go-sqlite3"
+	"github.com/stepwise-agent/stepwise/store/sqlite"
 )
+
+// The tests reach SQLite as the CLI does.
+func init() { RegisterSQLite(SQLite{Open: sqlite.OpenQuery, Error: sqlite.QueryError}) }
 
 // testDB creates a real SQLite file in dir with a small table.
 func testDB(t *testing.T, dir string) string {
@@ -136,6 +137,16 @@ func TestSQLQueryErrors(t *testing.T) {
 		t.Error("a missing database was created")
 	}
 	wantError(t, runRaw(SQLQuery(SQLQueryOptions{}), `{"query":"SELECT 1"}`), "misconfigured", "path is required")
+}
+
+// TestSQLQueryWithoutDriver: in a program that registered no SQLite
+// driver, sql_query says so to the model. Not parallel: it swaps the
+// registration, and the parallel tests run only after the others.
+func TestSQLQueryWithoutDriver(t *testing.T) {
+	path := testDB(t, t.TempDir())
+	registered := sqliteDriver.Swap(nil)
+	defer sqliteDriver.Store(registered)
+	wantError(t, run(t, SQLQuery(SQLQueryOptions{Path: path}), `{"query":"SELECT 1"}`), "sql_query is not available", "RegisterSQLite")
 }
 
 func TestSQLQueryOddPath(t *testing.T) {

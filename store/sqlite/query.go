@@ -1,6 +1,4 @@
-//go:build cgo
-
-package tools
+package sqlite
 
 import (
 	"context"
@@ -12,9 +10,12 @@ import (
 	"github.com/mattn/go-sqlite3"
 )
 
-// openReadOnly opens the database at dsn (read-only) on one connection,
-// with ATTACH disabled.
-func openReadOnly(ctx context.Context, dsn string) (*sql.DB, *sql.Conn, error) {
+// OpenQuery opens the SQLite database at dsn for the sql_query tool
+// (shell/tools.RegisterSQLite): one connection, with ATTACH (and so VACUUM
+// INTO) disabled, so that a query reaches no other file. The dsn says
+// read-only (mode=ro, _query_only). It lives here because shell has no
+// database driver of its own; the program that runs agents wires it.
+func OpenQuery(ctx context.Context, dsn string) (*sql.DB, *sql.Conn, error) {
 	db, err := sql.Open("sqlite3", dsn)
 	if err != nil {
 		return nil, nil, fmt.Errorf("cannot open the database: %v", err)
@@ -40,8 +41,8 @@ func openReadOnly(ctx context.Context, dsn string) (*sql.DB, *sql.Conn, error) {
 	return db, conn, nil
 }
 
-// sqlError words a SQLite error for the model.
-func sqlError(err error) error {
+// QueryError words an error of a connection OpenQuery opened for the model.
+func QueryError(err error) error {
 	var se sqlite3.Error
 	if errors.As(err, &se) && (se.Code == sqlite3.ErrReadonly || se.Code == sqlite3.ErrPerm) {
 		return fmt.Errorf("the database is read-only: %v", err)
