@@ -4,51 +4,27 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"regexp"
 	"strings"
 
 	goopenai "github.com/sashabaranov/go-openai"
 
-	"github.com/stepwise-agent/stepwise/shell"
 	"github.com/stepwise-agent/stepwise/shell/models/internal/httpcall"
 )
 
 // explain turns what CreateChatCompletion returned into the error Complete
-// returns: ctx.Err() when ctx ended, a permanent error for statuses retrying
-// cannot fix, a *shell.TransientError when the retries of a transient
-// failure ran out, a plain error otherwise.
+// returns (see httpcall.Explain); a 404 names the model and endpoint and
+// suggests /v1 where the base URL has no version.
 func (p *Provider) explain(ctx context.Context, err error) error {
-	if ctxErr := ctx.Err(); ctxErr != nil {
-		return ctxErr
-	}
-	var se *httpcall.StatusError
-	if errors.As(err, &se) {
-		said := ""
-		if se.Message != "" {
-			said = fmt.Sprintf(" (the server said: %s)", se.Message)
-		}
-		switch se.Status {
-		case http.StatusUnauthorized, http.StatusForbidden:
-			if p.keyEnv == "" {
-				return permanentf("%s: the endpoint refused the request (%d) and no API key was sent; name the variable that holds the key%s", p, se.Status, said)
-			}
-			return permanentf("the endpoint refused the API key (%d); check the variable %s%s", se.Status, p.keyEnv, said)
-		case http.StatusNotFound:
+	return httpcall.Explain(ctx, err, httpcall.Provider{
+		Who:    p,
+		KeyEnv: p.keyEnv,
+		NotFound: func(said string) error {
 			return permanentf("model %q or endpoint not found at %s (404)%s%s", p.model, p.baseURL, said, versionHint(p.baseURL))
-		default:
-			return permanentf("%s: the endpoint rejected the request (%s)", p, httpcall.StatusText(se.Status, se.Message))
-		}
-	}
-	var ge *httpcall.GaveUpError
-	if errors.As(err, &ge) {
-		return ge.Transient(p.String())
-	}
-	if errors.Is(err, goopenai.ErrChatCompletionInvalidModel) || errors.Is(err, shell.ErrModelPermanent) {
-		return permanentf("%s: %v", p, err)
-	}
-	return fmt.Errorf("%s: %w", p, err)
+		},
+		Permanent: func(err error) bool { return errors.Is(err, goopenai.ErrChatCompletionInvalidModel) },
+	})
 }
 
 // versionSegment matches an API version in a URL path segment: v1, v1beta.
