@@ -5,62 +5,21 @@ import (
 	"database/sql"
 	"embed"
 	"fmt"
-	"path"
-	"sort"
-	"strconv"
-	"strings"
 
 	"github.com/stepwise-agent/stepwise/store"
+	"github.com/stepwise-agent/stepwise/store/internal/schema"
 )
 
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
-// migration is one embedded schema change; version is the file's number.
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-// migrations lists the embedded migrations in order. Their numbers must run
-// 1, 2, 3... with no gap (a test checks it).
-func migrations() ([]migration, error) {
-	entries, err := migrationFiles.ReadDir("migrations")
-	if err != nil {
-		return nil, err
-	}
-	var out []migration
-	for _, e := range entries {
-		num, _, ok := strings.Cut(e.Name(), "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil {
-			return nil, fmt.Errorf("migration %s: name must start with its number", e.Name())
-		}
-		b, err := migrationFiles.ReadFile(path.Join("migrations", e.Name()))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, migration{version: v, name: e.Name(), sql: string(b)})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
-	for i, m := range out {
-		if m.version != i+1 {
-			return nil, fmt.Errorf("migration %s: want number %d", m.name, i+1)
-		}
-	}
-	return out, nil
-}
+// migrations lists the embedded migrations in order (a test checks that
+// they run 1, 2, 3... with no gap).
+func migrations() ([]schema.Migration, error) { return schema.Read(migrationFiles, "migrations") }
 
 // SchemaVersion is the schema version this build writes: the number of its
 // last embedded migration.
-func SchemaVersion() int {
-	ms, err := migrations()
-	if err != nil || len(ms) == 0 {
-		return 0
-	}
-	return ms[len(ms)-1].version
-}
+func SchemaVersion() int { return schema.Version(migrationFiles, "migrations") }
 
 // migrateUpTo, when positive, stops the migrations at that version (for
 // the tests of migrations).
@@ -93,7 +52,7 @@ func (s *SQLite) migrate(ctx context.Context) error {
 }
 
 // migrateOne applies the next pending migration; done reports that none was.
-func (s *SQLite) migrateOne(ctx context.Context, ms []migration) (done bool, err error) {
+func (s *SQLite) migrateOne(ctx context.Context, ms []schema.Migration) (done bool, err error) {
 	err = s.write(ctx, "migrate", func(tx *wtx) error {
 		var have int
 		if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&have); err != nil {
@@ -108,17 +67,17 @@ func (s *SQLite) migrateOne(ctx context.Context, ms []migration) (done bool, err
 			return nil
 		}
 		m := ms[have]
-		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
-			return fmt.Errorf("migration %s: %w", m.name, err)
+		if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
+			return fmt.Errorf("migration %s: %w", m.Name, err)
 		}
-		if fn := goMigrations[m.version]; fn != nil {
+		if fn := goMigrations[m.Version]; fn != nil {
 			if err := fn(ctx, tx); err != nil {
-				return fmt.Errorf("migration %s: %w", m.name, err)
+				return fmt.Errorf("migration %s: %w", m.Name, err)
 			}
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_ns) VALUES (?, ?, ?)`,
-			m.version, m.name, s.now().UnixNano()); err != nil {
-			return fmt.Errorf("migration %s: record: %w", m.name, err)
+			m.Version, m.Name, s.now().UnixNano()); err != nil {
+			return fmt.Errorf("migration %s: record: %w", m.Name, err)
 		}
 		return nil
 	})
