@@ -14,7 +14,6 @@ import (
 
 	"github.com/stepwise-agent/stepwise/core"
 	"github.com/stepwise-agent/stepwise/store"
-	"pgregory.net/rapid"
 )
 
 // The tests need a PostgreSQL server: STEPWISE_TEST_POSTGRES, or the
@@ -274,97 +273,6 @@ func (g *synth) next() store.Checkpoint {
 	var cp store.Checkpoint
 	cp, g.log = turnStep(g.log, g.seq, 200)
 	return cp
-}
-
-// Generators for rapid.
-
-func genText(t *rapid.T, label string) string {
-	return rapid.StringN(0, 40, -1).Draw(t, label)
-}
-
-func genCall(t *rapid.T, label string) core.ToolCall {
-	return core.ToolCall{
-		ID:   rapid.StringMatching(`[a-z0-9_]{0,8}`).Draw(t, label+".id"),
-		Name: rapid.StringMatching(`[a-z_]{1,8}`).Draw(t, label+".name"),
-		Args: rapid.SliceOfN(rapid.Byte(), 0, 20).Draw(t, label+".args"),
-	}
-}
-
-func genMessage(t *rapid.T, label string) core.Message {
-	m := core.Message{
-		Role:    rapid.SampledFrom([]core.Role{core.RoleSystem, core.RoleUser, core.RoleAssistant, core.RoleTool, ""}).Draw(t, label+".role"),
-		Content: genText(t, label+".content"),
-	}
-	for i, n := 0, rapid.IntRange(0, 2).Draw(t, label+".calls"); i < n; i++ {
-		m.Calls = append(m.Calls, genCall(t, fmt.Sprintf("%s.call%d", label, i)))
-	}
-	if rapid.Bool().Draw(t, label+".answers") {
-		m.CallID = genText(t, label+".call_id")
-		m.Name = genText(t, label+".name")
-	}
-	return m
-}
-
-// genHead draws the non-message parts of a state.
-func genHead(t *rapid.T, label string) core.State {
-	st := baseState(genText(t, label+".input"), nil)
-	st.Counters = core.Counters{
-		Steps:        rapid.IntRange(0, 1000).Draw(t, label+".steps"),
-		PromptTokens: rapid.IntRange(0, 1<<40).Draw(t, label+".tokens"),
-		LastCall:     genText(t, label+".last"),
-	}
-	st.ToolsUsed = rapid.SliceOfN(rapid.StringMatching(`[a-z]{1,6}`), 0, 3).Draw(t, label+".tools")
-	if len(st.ToolsUsed) == 0 {
-		st.ToolsUsed = nil
-	}
-	if rapid.Bool().Draw(t, label+".escalating") {
-		st.Phase, st.Escalation = core.PhaseEscalate, genText(t, label+".why")
-	}
-	return st
-}
-
-var actionKinds = []string{"model", "helper", "tools", "external", "memory_search", "memory_create", "memory_traverse"}
-
-// genAction draws a non-final action of any kind around st.
-func genAction(t *rapid.T, label string, st core.State) core.Action {
-	switch kind := rapid.SampledFrom(actionKinds).Draw(t, label+".kind"); kind {
-	case "helper":
-		st.Pending = &core.Pending{Kind: core.PendingModel, Role: core.Helper}
-		msgs := []core.Message{genMessage(t, label+".helper_msg")}
-		return core.RequestModelCall{Role: core.Helper, Messages: msgs, State: st}
-	case "memory_search":
-		st.Pending = &core.Pending{Kind: core.PendingMemorySearch}
-		return core.RequestMemorySearch{Namespace: "ns", Query: genText(t, label+".query"), Limit: 5, State: st}
-	case "memory_create":
-		st.Pending = &core.Pending{Kind: core.PendingMemoryCreate, CallIDs: []string{"m1"}}
-		return core.RequestMemoryCreate{CallID: "m1", Namespace: "ns",
-			Entities: []core.Entity{{Name: genText(t, label+".entity"), Observations: []string{genText(t, label+".obs")}}}, State: st}
-	case "memory_traverse":
-		st.Pending = &core.Pending{Kind: core.PendingMemoryTraverse, CallIDs: []string{"m2"}}
-		return core.RequestMemoryTraverse{CallID: "m2", Namespace: "ns", From: genText(t, label+".from"), Depth: 2, State: st}
-	default:
-		return withAction(kind, st)
-	}
-}
-
-func genResult(t *rapid.T, label string) core.Result {
-	switch rapid.IntRange(0, 6).Draw(t, label+".kind") {
-	case 0:
-		return nil
-	case 1:
-		return core.ModelReply{Text: genText(t, label+".text"), FinishReason: "stop",
-			Calls: []core.NativeCall{{ID: "n1", Name: "search", Arguments: genText(t, label+".args")}}}
-	case 2:
-		return core.ToolResults{Results: []core.ToolResult{{CallID: "c1", Output: genText(t, label+".out")}, {CallID: "c2", Error: "boom"}}}
-	case 3:
-		return core.MemoryHits{Hits: []core.MemoryHit{{Entity: core.Entity{Name: genText(t, label+".hit")}, Score: 1.5}}}
-	case 4:
-		return core.MemoryCreated{Entities: []string{"a"}, Relations: 2}
-	case 5:
-		return core.MemoryTraversed{Entities: []core.Entity{{Name: "a"}}, Relations: []core.Relation{{From: "a", To: "b", Type: "knows"}}}
-	default:
-		return core.Cancelled{Reason: genText(t, label+".reason")}
-	}
 }
 
 // sameStep checks that a loaded record equals, byte for byte, what was saved.

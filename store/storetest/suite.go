@@ -44,6 +44,7 @@ func Run(t *testing.T, h Harness) {
 	}{
 		{"Checkpoints", testCheckpoints},
 		{"CheckpointRefusals", testCheckpointRefusals},
+		{"RoundTrip", testRoundTrip},
 		{"StepsFrom", testStepsFrom},
 		{"StatusTransitions", testStatusTransitions},
 		{"Leases", testLeases},
@@ -108,7 +109,13 @@ func create(t *testing.T, s store.Store, id string, tl []core.Tool) (store.Lease
 	return l, newSynth(id, tl)
 }
 
-func must(t *testing.T, err error) {
+// fataler is what encoded and must need of a *testing.T or a *rapid.T.
+type fataler interface {
+	Helper()
+	Fatal(args ...any)
+}
+
+func must(t fataler, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +124,7 @@ func must(t *testing.T, err error) {
 
 // encoded is an action's and a state's encoding, to compare records byte
 // for byte.
-func encoded(t *testing.T, a core.Action, st core.State, r core.Result) string {
+func encoded(t fataler, a core.Action, st core.State, r core.Result) string {
 	t.Helper()
 	var b bytes.Buffer
 	if a != nil {
