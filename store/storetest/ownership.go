@@ -48,6 +48,12 @@ func testStatusTransitions(t *testing.T, h Harness) {
 	if err := s.SetStatus(ctx, l, store.StatusChange{Status: "bogus"}); err == nil {
 		t.Fatal("an unknown status was set")
 	}
+	if err := s.SetStatus(ctx, store.Lease{RunID: "nope", Owner: "test/1/x", Token: 1}, store.StatusChange{Status: store.StatusRunning}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("SetStatus of an unknown run: %v", err)
+	}
+	if ri := status("r"); !ri.Updated.After(ri.Created) {
+		t.Fatalf("updated %v is not after created %v", ri.Updated, ri.Created)
+	}
 	for _, end := range []struct {
 		kind   string
 		status store.Status

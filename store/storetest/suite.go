@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -189,7 +190,8 @@ func testCheckpoints(t *testing.T, h Harness) {
 	info, err := s.Run(ctx, "r")
 	must(t, err)
 	if info.LastSeq != n || info.Steps != n+1 || info.Agent != "agent" || info.Input != "question r" || string(info.Config) != `{"v":1}` ||
-		string(info.StartConfig) != `{"v":1}` || info.Status != store.StatusRunning || info.Created.IsZero() || info.Updated.Before(info.Created) {
+		string(info.StartConfig) != `{"v":1}` || info.Status != store.StatusRunning || info.Created.IsZero() || info.Updated.Before(info.Created) ||
+		info.ConfigHash != "h" || info.Created.Location() != time.UTC {
 		t.Fatalf("run info: %+v", info)
 	}
 	if _, err := s.LoadStep(ctx, "r", n+1); !errors.Is(err, store.ErrNotFound) {
@@ -200,6 +202,19 @@ func testCheckpoints(t *testing.T, h Harness) {
 	}
 	if _, err := s.Run(ctx, "nope"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("Run of an unknown run: %v", err)
+	}
+	if _, err := s.LoadLatest(ctx, "nope"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("LoadLatest of an unknown run: %v", err)
+	}
+	if _, err := s.LoadStep(ctx, "r", n+7); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("step %d", n+7)) {
+		t.Fatalf("the error of a missing step does not name it: %v", err)
+	}
+	if err := s.Steps(ctx, "nope", func(store.StepRecord) error { return nil }); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("Steps of an unknown run: %v", err)
+	}
+	stop := errors.New("stop")
+	if err := s.Steps(ctx, "r", func(store.StepRecord) error { return stop }); err != stop {
+		t.Fatalf("Steps does not return fn's error as it is: %v", err)
 	}
 	// Another store on the database continues the run where this one left
 	// it, after taking it over.
@@ -215,7 +230,7 @@ func testCheckpoints(t *testing.T, h Harness) {
 	}
 	// A fork: a new run from a step of its parent.
 	fork := store.NewRun{ID: "fork", Agent: "agent", Initial: rec.State, ParentID: "r", ParentStep: rec.Seq, Owner: "test/1/fork", LeaseTTL: time.Hour}
-	_, err = s.CreateRun(ctx, fork)
+	fl, err := s.CreateRun(ctx, fork)
 	must(t, err)
 	if fi, err := s.Run(ctx, "fork"); err != nil || fi.ParentID != "r" || fi.ParentStep != rec.Seq || fi.LastSeq != 0 {
 		t.Fatalf("fork: %+v %v", fi, err)
@@ -226,9 +241,25 @@ func testCheckpoints(t *testing.T, h Harness) {
 	if forks, err := s.ListRuns(ctx, store.Filter{Parent: "fork"}); err != nil || len(forks) != 0 {
 		t.Fatalf("the forks of a run without any: %+v %v", forks, err)
 	}
-	fork.ID, fork.ParentStep = "bad-fork", rec.Seq+5
-	if _, err := s.CreateRun(ctx, fork); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("a fork from a step that does not exist: %v", err)
+	// The fork diverges: its step 1 appends another message; the parent's
+	// last step is as it was.
+	div := rec.State
+	div.Messages = append(div.Messages[:len(div.Messages):len(div.Messages)], core.Message{Role: core.RoleUser, Content: "another turn"})
+	div.Pending = &core.Pending{Kind: core.PendingModel, Role: core.Primary}
+	div.Phase, div.Turn = core.PhaseModel, nil
+	fa := core.RequestModelCall{Role: core.Primary, Messages: div.Messages, State: div}
+	must(t, s.Checkpoint(ctx, fl, store.Checkpoint{Seq: 1, Result: core.ToolResults{}, Action: fa}))
+	if got, err := s.LoadLatest(ctx, "fork"); err != nil || encoded(t, got.Action, got.State, got.Result) != encoded(t, fa, div, core.ToolResults{}) {
+		t.Fatalf("the fork's step 1 loads back differently (%v)", err)
+	}
+	if got, err := s.LoadLatest(ctx, "r"); err != nil || encoded(t, got.Action, got.State, got.Result) != encoded(t, cp.Action, cp.Action.Next(), cp.Result) {
+		t.Fatalf("the fork changed its parent (%v)", err)
+	}
+	for _, step := range []int{rec.Seq + 5, -1} {
+		fork.ID, fork.ParentStep = "bad-fork", step
+		if _, err := s.CreateRun(ctx, fork); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("a fork from step %d, which does not exist: %v", step, err)
+		}
 	}
 	fork.ParentID = "nope"
 	if _, err := s.CreateRun(ctx, fork); !errors.Is(err, store.ErrNotFound) {
@@ -266,15 +297,32 @@ func testCheckpointRefusals(t *testing.T, h Harness) {
 		if err == nil || (c.want != nil && !errors.Is(err, c.want)) {
 			t.Errorf("%s: %v, want %v", name, err, c.want)
 		}
+		if err != nil && !strings.Contains(err.Error(), "run "+l.RunID) {
+			t.Errorf("%s: the error does not name the run: %v", name, err)
+		}
+	}
+	if err := s.Checkpoint(ctx, l, store.Checkpoint{Seq: 2}); err == nil {
+		t.Error("a checkpoint without an action was accepted")
+	}
+	badMsg := cp2.Action.Next()
+	badMsg.Messages = append(badMsg.Messages[:len(badMsg.Messages):len(badMsg.Messages)], core.Message{Role: core.RoleTool, Content: "\xc3"})
+	if err := s.Checkpoint(ctx, l, store.Checkpoint{Seq: 2, Action: core.RequestModelCall{Role: core.Primary, State: badMsg}}); err == nil {
+		t.Error("a message that would not load back was accepted")
 	}
 	if rec, _ := s.LoadLatest(ctx, "r"); rec.Seq != 1 {
 		t.Fatalf("a refused checkpoint wrote step %d", rec.Seq)
 	}
 	must(t, s.Checkpoint(ctx, l, cp2))
+	// Stepping again with the same log (no new messages) is fine.
+	must(t, s.Checkpoint(ctx, l, store.Checkpoint{Seq: 3, Action: cp2.Action}))
+	g.seq = 3
 	end := g.ending("complete")
 	must(t, s.Checkpoint(ctx, l, end))
 	if err := s.Checkpoint(ctx, l, g.next()); !errors.Is(err, store.ErrEnded) {
 		t.Fatalf("a checkpoint after the end: %v", err)
+	}
+	if err := s.SetStatus(ctx, l, store.StatusChange{Status: store.StatusInterrupted, Reason: "x"}); !errors.Is(err, store.ErrEnded) {
+		t.Errorf("a status set after the end: %v", err)
 	}
 	if _, err := s.CreateRun(ctx, store.NewRun{ID: "r", Initial: initial("r")}); !errors.Is(err, store.ErrExists) {
 		t.Fatalf("a run created twice: %v", err)
