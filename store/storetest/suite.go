@@ -55,6 +55,8 @@ func Run(t *testing.T, h Harness) {
 		{"ExportImport", testExportImport},
 		{"ListRuns", testListRuns},
 		{"Memory", testMemory},
+		{"MemoryCreate", testMemoryCreate},
+		{"MemoryTraverse", testMemoryTraverse},
 		{"Corruption", testCorruption},
 		{"ConcurrentRuns", testConcurrentRuns},
 		{"RacingAcquirers", testRacingAcquirers},
