@@ -17,6 +17,7 @@ import (
 	"github.com/pelletier/go-toml/v2"
 	"github.com/stepwise-agent/stepwise/core"
 	"github.com/stepwise-agent/stepwise/shell"
+	"github.com/stepwise-agent/stepwise/shell/internal/tomlerr"
 	"github.com/stepwise-agent/stepwise/shell/mcp"
 )
 
@@ -92,7 +93,7 @@ func parse(data []byte, name, dir string, checkFiles bool) (*Spec, error) {
 	dec := toml.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&f); err != nil {
-		return nil, tomlError(name, err)
+		return nil, tomlerr.Wrap(ErrInvalid, name, err)
 	}
 	if err := applyPreset(&f, data, name); err != nil {
 		return nil, err
@@ -105,24 +106,6 @@ func parse(data []byte, name, dir string, checkFiles bool) (*Spec, error) {
 		return nil, err
 	}
 	return s, nil
-}
-
-func tomlError(name string, err error) error {
-	var sme *toml.StrictMissingError
-	if errors.As(err, &sme) {
-		msgs := make([]string, 0, len(sme.Errors))
-		for _, e := range sme.Errors {
-			row, col := e.Position()
-			msgs = append(msgs, fmt.Sprintf("%s:%d:%d: unknown key %q", name, row, col, strings.Join(e.Key(), ".")))
-		}
-		return fmt.Errorf("%w: %s", ErrInvalid, strings.Join(msgs, "; "))
-	}
-	var de *toml.DecodeError
-	if errors.As(err, &de) {
-		row, col := de.Position()
-		return fmt.Errorf("%w: %s:%d:%d: %s", ErrInvalid, name, row, col, de.Error())
-	}
-	return fmt.Errorf("%w: %s: %v", ErrInvalid, name, err)
 }
 
 func (s *Spec) convert(name string, data []byte, checkFiles bool) error {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/pelletier/go-toml/v2"
+	"github.com/stepwise-agent/stepwise/shell/internal/tomlerr"
 	"github.com/stepwise-agent/stepwise/store"
 )
 
@@ -56,7 +57,7 @@ func ParseExpect(data []byte, name string) (Expect, error) {
 	dec := toml.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&x); err != nil {
-		return Expect{}, tomlError(name, err)
+		return Expect{}, tomlerr.Wrap(ErrInvalidExpect, name, err)
 	}
 	switch {
 	case x.Status != "" && !x.Status.Valid():
@@ -67,24 +68,6 @@ func ParseExpect(data []byte, name string) (Expect, error) {
 		return Expect{}, fmt.Errorf("%w: %s: max_steps %d is negative", ErrInvalidExpect, name, *x.MaxSteps)
 	}
 	return x, nil
-}
-
-func tomlError(name string, err error) error {
-	var sme *toml.StrictMissingError
-	if errors.As(err, &sme) {
-		msgs := make([]string, 0, len(sme.Errors))
-		for _, e := range sme.Errors {
-			row, col := e.Position()
-			msgs = append(msgs, fmt.Sprintf("%s:%d:%d: unknown key %q", name, row, col, strings.Join(e.Key(), ".")))
-		}
-		return fmt.Errorf("%w: %s", ErrInvalidExpect, strings.Join(msgs, "; "))
-	}
-	var de *toml.DecodeError
-	if errors.As(err, &de) {
-		row, col := de.Position()
-		return fmt.Errorf("%w: %s:%d:%d: %s", ErrInvalidExpect, name, row, col, de.Error())
-	}
-	return fmt.Errorf("%w: %s: %v", ErrInvalidExpect, name, err)
 }
 
 // Failures checks r against x and returns the expectations it does not
