@@ -88,7 +88,7 @@ func NewTool[A any](name, description string, fn func(ctx context.Context, args 
 	}
 	t.call = func(ctx context.Context, raw []byte) (string, error) {
 		var a A
-		if err := decodeStrict(raw, &a); err != nil {
+		if err := DecodeArgs(raw, &a); err != nil {
 			return "", err
 		}
 		return fn(ctx, a)
@@ -132,9 +132,11 @@ func RunContextFrom(ctx context.Context) (RunContext, bool) {
 	return rc, ok
 }
 
-// decodeStrict decodes a call's arguments (a JSON object; empty means {})
-// into v, refusing unknown fields and trailing data.
-func decodeStrict(raw []byte, v any) error {
+// DecodeArgs decodes a call's arguments (a JSON object; empty means {})
+// into v, refusing unknown fields and trailing data: how the built-in and
+// Go tools read theirs. The core has already checked them against the
+// tool's schema; this guards against a caller that did not.
+func DecodeArgs(raw []byte, v any) error {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 {
 		raw = []byte("{}")

@@ -1,32 +1,14 @@
 package tools
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/stepwise-agent/stepwise/core"
+	"github.com/stepwise-agent/stepwise/shell"
 )
 
-// decodeArgs decodes a call's arguments into v, refusing unknown fields and
-// trailing data. The core has already checked them against the schema; this
-// guards against a caller that did not.
-func decodeArgs(call core.ToolCall, v any) error {
-	raw := bytes.TrimSpace(call.Args)
-	if len(raw) == 0 {
-		raw = []byte("{}")
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("bad arguments: %v", err)
-	}
-	if dec.More() {
-		return errors.New("bad arguments: more than one JSON value")
-	}
-	return nil
-}
+// decodeArgs decodes a call's arguments into v (shell.DecodeArgs).
+func decodeArgs(call core.ToolCall, v any) error { return shell.DecodeArgs(call.Args, v) }
 
 // failf returns a failed result for call, prefixed with the tool's name.
 func failf(call core.ToolCall, format string, args ...any) core.ToolResult {
