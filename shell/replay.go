@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/stepwise-agent/stepwise/core"
 	"github.com/stepwise-agent/stepwise/store"
@@ -203,17 +202,5 @@ func (r *Runner) Continue(ctx context.Context, ag *Agent, runID string, d Diverg
 			cur.st, cur.result = next, res
 		}
 	}
-	source := ag.Source
-	if source == nil {
-		source = info.Config
-	}
-	acquired := time.Now()
-	l, err := r.store.CreateRun(ctx, store.NewRun{
-		ID: cur.id, Agent: ag.Config.Name, ConfigHash: core.ConfigHash(ag.Config), Config: source,
-		Input: info.Input, Initial: d.From, ParentID: runID, ParentStep: d.Seq - 1, Owner: r.opts.Owner, LeaseTTL: r.opts.LeaseTTL,
-	})
-	if err != nil {
-		return Outcome{}, fmt.Errorf("create continuation of %s: %w", runID, err)
-	}
-	return r.driveHeld(ctx, ag, cur, l, acquired)
+	return r.branch(ctx, ag, info, d.Seq-1, d.From, cur, "create continuation of "+runID)
 }

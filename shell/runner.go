@@ -307,6 +307,14 @@ func (r *Runner) fork(ctx context.Context, ag *Agent, runID string, seq int, res
 		}
 		cur.st, cur.result = next, res
 	}
+	return r.branch(ctx, ag, info, seq, rec.State, cur, "create fork")
+}
+
+// branch creates the run cur names, of ag, from state from: a fork of the
+// run info at step parentStep, which records ag.Source as its agent (the
+// parent's when ag has none). It then drives it from cur, which may have
+// moved past from (a result folded in). what words a failure to create it.
+func (r *Runner) branch(ctx context.Context, ag *Agent, info store.RunInfo, parentStep int, from core.State, cur *cursor, what string) (Outcome, error) {
 	source := ag.Source
 	if source == nil {
 		source = info.Config
@@ -314,10 +322,10 @@ func (r *Runner) fork(ctx context.Context, ag *Agent, runID string, seq int, res
 	acquired := time.Now()
 	l, err := r.store.CreateRun(ctx, store.NewRun{
 		ID: cur.id, Agent: ag.Config.Name, ConfigHash: core.ConfigHash(ag.Config), Config: source,
-		Input: info.Input, Initial: rec.State, ParentID: runID, ParentStep: seq, Owner: r.opts.Owner, LeaseTTL: r.opts.LeaseTTL,
+		Input: info.Input, Initial: from, ParentID: info.ID, ParentStep: parentStep, Owner: r.opts.Owner, LeaseTTL: r.opts.LeaseTTL,
 	})
 	if err != nil {
-		return Outcome{}, fmt.Errorf("create fork: %w", err)
+		return Outcome{}, fmt.Errorf("%s: %w", what, err)
 	}
 	return r.driveHeld(ctx, ag, cur, l, acquired)
 }
