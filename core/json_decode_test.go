@@ -63,10 +63,57 @@ func TestDecodeObjectFastMatchesLibrary(t *testing.T) {
 		if ok && (err != nil || !reflect.DeepEqual(got, want)) {
 			t.Fatalf("fast decoded %q to %#v; encoding/json: %#v, %v", in.text, got, want, err)
 		}
-		if !ok && !in.edited {
+		// encoding/json writes the invalid UTF-8 of a key as U+FFFD, so
+		// two keys of a map can come out the same: refused as duplicates,
+		// rightly left to encoding/json.
+		if !ok && !in.edited && !hasDuplicateKey(in.text) {
 			t.Fatalf("the fast path left %q, as encoding/json wrote it, to encoding/json", in.text)
 		}
 	})
+}
+
+// hasDuplicateKey reports whether an object of the JSON text has a key
+// twice.
+func hasDuplicateKey(text string) bool {
+	dec := json.NewDecoder(strings.NewReader(text))
+	type frame struct {
+		keys   map[string]bool
+		object bool
+		key    bool // the next string is a key
+	}
+	var stack []frame
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		top := len(stack) - 1
+		switch v := tok.(type) {
+		case json.Delim:
+			switch v {
+			case '{', '[':
+				if top >= 0 && stack[top].object {
+					stack[top].key = true
+				}
+				stack = append(stack, frame{keys: map[string]bool{}, object: v == '{', key: v == '{'})
+			default:
+				stack = stack[:top]
+			}
+			continue
+		case string:
+			if top >= 0 && stack[top].object && stack[top].key {
+				if stack[top].keys[v] {
+					return true
+				}
+				stack[top].keys[v] = true
+				stack[top].key = false
+				continue
+			}
+		}
+		if top >= 0 && stack[top].object {
+			stack[top].key = true
+		}
+	}
 }
 
 func TestDecodeObjectFastTakesTheCommonCase(t *testing.T) {
