@@ -17,13 +17,16 @@ func init() {
 	c := &command{name: "show", args: "RUN_ID [--step N] [--json]", summary: "show a run as a timeline",
 		help: `Shows the run as a readable timeline: each step with the result it folded in (the
 answer to the request of the step before it, marked <-), then its action, rendered by
-the core, with the time and tokens performing it took. A run's steps are numbered by seq from 0
-(the start), and its number of steps is its last seq, as in ls and the HTTP API; the
-requests= of a state counts its requests, what max_steps bounds. Also who drives the
-run (and whether that process is alive), the calls in doubt (non-idempotent calls that
-were in flight when the run stopped) and the agent changes. --step N shows one step in
-full: the result, the action, the state and the conversation. --json prints the same
-as one JSON object.
+the core, with the time and tokens performing it took. A run's steps are numbered by
+seq from 0 (the start), and its number of steps is its last seq, as in ls and the HTTP
+API; the requests= of a state counts its requests, what max_steps bounds. Also who
+drives the run (and whether that process is alive), the calls in doubt (non-idempotent
+calls that were in flight when the run stopped) and the agent changes. --step N shows
+one step in full: the result, the action, the state and the conversation. --json
+prints the same as one JSON object; each of its "steps" has seq, result (the result it
+folded in, as show --step N and the HTTP API's /steps give it), action, and
+duration_ms and tokens (what performing its action cost); "outcome", deprecated, is
+the next step's result.
 
 ` + jsonStatusHelp}
 	c.run = func(e *env, args []string) int {
