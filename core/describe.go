@@ -126,7 +126,7 @@ func DescribeResult(r Result) string {
 // DescribeState renders the parts of a state that decide what comes next.
 func DescribeState(st State) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "phase=%s steps=%d model_calls=%d messages=%d", st.Phase, st.Counters.Steps, st.Counters.ModelCalls, len(st.Messages))
+	fmt.Fprintf(&b, "phase=%s requests=%d model_calls=%d messages=%d", st.Phase, st.Counters.Steps, st.Counters.ModelCalls, len(st.Messages))
 	if st.Pending != nil {
 		fmt.Fprintf(&b, " pending=%s", st.Pending.Kind)
 		if st.Pending.Role != "" {

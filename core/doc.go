@@ -23,6 +23,37 @@
 // not fit the pending request with one of the documented sentinel errors and
 // leaves the state untouched.
 //
+// # Steps
+//
+// A step is one checkpoint in a run's log, numbered by its seq from 0 with
+// no gaps. Step 0 is the start: the state Start made, with no action and no
+// result. Every later step N holds, in this order, the result it folded in
+// with Resume (the outcome of the request made at the step before it; none
+// at step 1, nor when the same state was stepped again), the action Step
+// decided from there, and that action's state, checkpointed before its
+// request is performed. So the result of step N's request belongs to the
+// step after it (N+1 in an unbroken run): it is stored, listed, exported and
+// streamed there, and a replay that decides differently because of it
+// diverges there. What performing step N's request cost (its time, the
+// tokens of its reply) is measured when that result comes back.
+//
+// A run's number of steps is the seq of its last step: the steps taken since
+// the start, which is not counted. Every command, route and event numbers
+// and counts this way: stepwise show (and show --step N), ls, stats, replay
+// ("diverges at step N"), fork --at N, the HTTP API (a run's "steps" and
+// "counters.steps", a step's "seq", GET /v1/runs/{id}/steps, fork's "at", a
+// fork's parent "step"), the event stream (an event with id N carries step
+// N, whose result is the outcome of the request before it) and the run
+// inspector. An export file holds the records of steps 0 to N, and its head
+// counts records: "steps" is N+1 there.
+//
+// Counters.Steps is not a step number: it counts the requests the run has
+// made (model calls, tool batches, memory requests, pauses for external
+// calls), which is what Limits.MaxSteps bounds. The step that ends a run and
+// a request issued again after a restart are not counted, and a fork goes on
+// from its parent's count. DescribeState shows it as requests=, the HTTP API
+// as counters.requests.
+//
 // # Tool-call formats
 //
 // Config.Format selects how the model writes tool calls: native, xml, json,

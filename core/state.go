@@ -120,6 +120,8 @@ type State struct {
 
 // Counters are the run's running totals, used by the limits.
 type Counters struct {
+	// Steps counts the requests the run has made, what Limits.MaxSteps
+	// bounds; it is not a step's seq (see "Steps" in the package doc).
 	Steps            int `cbor:"1,keyasint,omitempty"`
 	ModelCalls       int `cbor:"2,keyasint,omitempty"`
 	Corrections      int `cbor:"3,keyasint,omitempty"` // consecutive invalid replies

@@ -15,7 +15,8 @@ import (
 func init() {
 	c := &command{name: "ls", args: "[--status S] [--agent A] [--limit N] [--json]", summary: "list runs",
 		help: `Lists runs, newest first, with status, agent, steps, age and who drives them.
-A run whose driver died is shown interrupted (resume it), not running. When more runs
+A run's steps is its last step's seq, the number stepwise show ends its timeline
+with (step 0, the start, is not counted). A run whose driver died is shown interrupted (resume it), not running. When more runs
 match than --limit, the last line says so.
 
 ` + jsonStatusHelp}

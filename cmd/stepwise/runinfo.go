@@ -48,7 +48,9 @@ func holderJSON(l store.Lease, now time.Time) *jsonHolder {
 	return h
 }
 
-// jsonRun is a run in ls --json and show --json.
+// jsonRun is a run in ls --json and show --json. Its steps is the run's
+// number of steps, its last step's seq, as the HTTP API's (see "Steps" in
+// core's doc).
 type jsonRun struct {
 	ID     string `json:"id"`
 	Agent  string `json:"agent"`

@@ -15,12 +15,18 @@ import (
 
 func init() {
 	c := &command{name: "show", args: "RUN_ID [--step N] [--json]", summary: "show a run as a timeline",
-		help: `Shows the run as a readable timeline: each step's action, rendered by the core, with
-the time it took and the tokens it used, then the result it got. Also who drives the
-run (and whether that process is alive), the calls in doubt (non-idempotent calls that
-were in flight when the run stopped) and the agent changes. --step N shows one step in
-full: the result, the action, the state and the conversation. --json prints the same
-as one JSON object.
+		help: `Shows the run as a readable timeline: each step with the result it folded in (the
+answer to the request of the step before it, marked <-), then its action, rendered by
+the core, with the time and tokens performing it took. A run's steps are numbered by
+seq from 0 (the start), and its number of steps is its last seq, as in ls and the HTTP
+API; the requests= of a state counts its requests, what max_steps bounds. Also who
+drives the run (and whether that process is alive), the calls in doubt (non-idempotent
+calls that were in flight when the run stopped) and the agent changes. --step N shows
+one step in full: the result, the action, the state and the conversation. --json
+prints the same as one JSON object; each of its "steps" has seq, result (the result it
+folded in, as show --step N and the HTTP API's /steps give it), action, and
+duration_ms and tokens (what performing its action cost); "outcome", deprecated, is
+the next step's result.
 
 ` + jsonStatusHelp}
 	c.run = func(e *env, args []string) int {
@@ -92,29 +98,9 @@ as one JSON object.
 		}
 		fmt.Fprintf(e.stdout, "input: %s\n\n", oneLine(info.Input))
 		for _, s := range tl.steps {
-			if s.Seq == 0 {
-				fmt.Fprintf(e.stdout, "%4d  start %s\n", s.Seq, s.State)
-				continue
-			}
-			var notes []string
-			if s.DurationMS != nil {
-				notes = append(notes, (time.Duration(*s.DurationMS * float64(time.Millisecond))).Round(time.Millisecond).String())
-			} else if s.Action != "" && !tl.ended {
-				notes = append(notes, "pending")
-			}
-			if s.Tokens != nil {
-				notes = append(notes, fmt.Sprintf("%d+%d tokens", s.Tokens.Prompt, s.Tokens.Completion))
-			}
-			line := fmt.Sprintf("%4d  %s", s.Seq, s.Action)
-			if len(notes) > 0 {
-				line += "  (" + strings.Join(notes, ", ") + ")"
-			}
-			fmt.Fprintln(e.stdout, line)
-			if s.Outcome != "" {
-				fmt.Fprintf(e.stdout, "      <- %s\n", s.Outcome)
-			}
+			showBrief(e, s, tl.ended)
 		}
-		fmt.Fprintf(e.stdout, "\n%s  tokens %d+%d\n", core.DescribeState(tl.last), tl.last.Counters.PromptTokens, tl.last.Counters.CompletionTokens)
+		fmt.Fprintf(e.stdout, "\n%s  %s  tokens %d+%d\n", plural(tl.lastSeq(), "step"), core.DescribeState(tl.last), tl.last.Counters.PromptTokens, tl.last.Counters.CompletionTokens)
 		for _, d := range doubt {
 			fmt.Fprintf(e.stdout, "in doubt: %s %s %s (step %d, started %s): it may or may not have run; answer it with stepwise resume %s --results FILE\n",
 				d.Call.ID, d.Call.Name, d.Call.Args, d.Step, d.Started.Local().Format(time.DateTime), info.ID)
@@ -151,17 +137,23 @@ type jsonTokens struct {
 	Completion int `json:"completion"`
 }
 
-// jsonStepBrief is one step of the timeline: its action, how long it took
-// (from its checkpoint to the next step's), the tokens it used, and the
-// result it got (stored with the next step).
+// jsonStepBrief is one step of the timeline (see "Steps" in core's doc):
+// the result it folded in (the answer to the previous step's request, as
+// show --step N and GET /v1/runs/{id}/steps give it), its action, and what
+// performing that action cost: the time from its checkpoint to the next
+// step's and the tokens of the reply it got.
 type jsonStepBrief struct {
 	Seq        int         `json:"seq"`
 	Created    string      `json:"created"`
+	Result     string      `json:"result,omitempty"`
 	Action     string      `json:"action,omitempty"`
 	State      string      `json:"state,omitempty"`
 	DurationMS *float64    `json:"duration_ms,omitempty"`
 	Tokens     *jsonTokens `json:"tokens,omitempty"`
-	Outcome    string      `json:"outcome,omitempty"`
+	// Outcome is the result this step's action got, which belongs to the
+	// next step (its "result"). Deprecated: read the next step's result;
+	// kept for a release for the programs that read it.
+	Outcome string `json:"outcome,omitempty"`
 }
 
 type timelineOf struct {
@@ -170,24 +162,65 @@ type timelineOf struct {
 	ended bool
 }
 
-// timeline renders the run's steps, each action with the duration and the
-// result that belong to it.
+// lastSeq is the seq of the timeline's last step: the run's number of steps.
+func (tl timelineOf) lastSeq() int {
+	if len(tl.steps) == 0 {
+		return 0
+	}
+	return tl.steps[len(tl.steps)-1].Seq
+}
+
+// showBrief prints one step of the timeline: the result it folded in, then
+// its action with what performing it cost: the time (pending while it has
+// not come back on a run that has not ended) and the reply's tokens.
+func showBrief(e *env, s jsonStepBrief, ended bool) {
+	if s.Seq == 0 {
+		fmt.Fprintf(e.stdout, "%4d  start %s\n", s.Seq, s.State)
+		return
+	}
+	pad := fmt.Sprintf("%4d  ", s.Seq)
+	if s.Result != "" {
+		fmt.Fprintf(e.stdout, "%s<- %s\n", pad, s.Result)
+		pad = "      "
+	}
+	if s.Action == "" {
+		return
+	}
+	var notes []string
+	if s.DurationMS != nil {
+		notes = append(notes, (time.Duration(*s.DurationMS * float64(time.Millisecond))).Round(time.Millisecond).String())
+	} else if !ended {
+		notes = append(notes, "pending")
+	}
+	if s.Tokens != nil {
+		notes = append(notes, fmt.Sprintf("%d+%d tokens", s.Tokens.Prompt, s.Tokens.Completion))
+	}
+	line := pad + s.Action
+	if len(notes) > 0 {
+		line += "  (" + strings.Join(notes, ", ") + ")"
+	}
+	fmt.Fprintln(e.stdout, line)
+}
+
+// timeline renders the run's steps, each with the result it folded in, and
+// each action with the duration, tokens and outcome of performing it.
 func timeline(ctx context.Context, st store.Store, runID string) (timelineOf, error) {
 	var tl timelineOf
 	var prev time.Time
 	err := st.Steps(ctx, runID, func(rec store.StepRecord) error {
+		s := jsonStepBrief{Seq: rec.Seq, Created: rec.Created.UTC().Format(time.RFC3339Nano)}
+		if rec.Result != nil {
+			s.Result = core.DescribeResult(rec.Result)
+		}
 		if n := len(tl.steps); n > 0 {
 			p := &tl.steps[n-1]
 			ms := float64(rec.Created.Sub(prev)) / float64(time.Millisecond)
 			p.DurationMS = &ms
-			if rec.Result != nil {
-				p.Outcome = core.DescribeResult(rec.Result)
-				if r, ok := rec.Result.(core.ModelReply); ok && r.Usage.PromptTokens+r.Usage.CompletionTokens > 0 {
-					p.Tokens = &jsonTokens{Prompt: r.Usage.PromptTokens, Completion: r.Usage.CompletionTokens}
-				}
+			p.Outcome = s.Result
+			if r, ok := rec.Result.(core.ModelReply); ok && r.Usage.PromptTokens+r.Usage.CompletionTokens > 0 {
+				p.Tokens = &jsonTokens{Prompt: r.Usage.PromptTokens, Completion: r.Usage.CompletionTokens}
 			}
 		}
-		s := jsonStepBrief{Seq: rec.Seq, Created: rec.Created.UTC().Format(time.RFC3339Nano)}
 		if rec.Seq == 0 {
 			s.State = core.DescribeState(rec.State)
 		} else if rec.Action != nil {

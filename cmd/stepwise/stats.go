@@ -18,7 +18,7 @@ func init() {
 		help: `Counts and times the calls of the runs selected (all runs, or the RUN_IDs given, narrowed
 by --agent, --status and --since), from their stored steps. Per tool: calls, errors
 (calls whose result was an error the model saw) and latency p50, p95 and max. Per
-agent: runs, steps, model calls, tokens, model-call latency and run duration (from its
+agent: runs, steps (each run's last seq, as ls counts them), model calls, tokens, model-call latency and run duration (from its
 creation to its last step). A call's latency is the time from the step that requested
 it to the next step, or, for each call of a batch and every non-idempotent call, the
 time its journal entry records; an external call's includes the wait for its answer.

@@ -50,8 +50,13 @@ type apiInDoubt struct {
 	Started string `json:"started"`
 }
 
+// apiCounters are a run's totals at a step. Steps is the step's seq (for a
+// run, its last step's: its steps); Requests is the core's count of the
+// requests made, what max_steps bounds (core.Counters.Steps; see "Steps"
+// in core's doc).
 type apiCounters struct {
 	Steps       int `json:"steps"`
+	Requests    int `json:"requests"`
 	ModelCalls  int `json:"model_calls"`
 	Corrections int `json:"corrections"`
 	Escalations int `json:"escalations"`
@@ -147,7 +152,7 @@ func (r *apiRun) withState(st core.State) {
 		}
 	}
 	c := st.Counters
-	r.Counters = &apiCounters{Steps: c.Steps, ModelCalls: c.ModelCalls, Corrections: c.Corrections, Escalations: c.Escalations}
+	r.Counters = &apiCounters{Steps: r.Steps, Requests: c.Steps, ModelCalls: c.ModelCalls, Corrections: c.Corrections, Escalations: c.Escalations}
 	r.Usage = &apiUsage{PromptTokens: c.PromptTokens, CompletionTokens: c.CompletionTokens}
 	r.ToolsUsed, r.Sources = st.ToolsUsed, st.Sources
 }
@@ -185,7 +190,10 @@ type apiDivergence struct {
 	Detail   string `json:"detail,omitempty"`
 }
 
-// apiStep is one step, as /steps lists it and the event stream sends it.
+// apiStep is one step, as /steps lists it and the event stream sends it
+// (the event's id is Seq): the result it folded in, which answers the
+// request of the step before it, and its own action (see "Steps" in core's
+// doc).
 type apiStep struct {
 	Seq     int    `json:"seq"`
 	Created string `json:"created"`
@@ -213,8 +221,9 @@ type apiAction struct {
 	Reason   string    `json:"reason,omitempty"`
 }
 
-// apiResult is what the previous step's request got: a model reply, tool
-// results, or memory hits; Data is the result itself.
+// apiResult is the result a step folded in: what the previous step's
+// request got (a model reply, tool results, or memory hits); Data is the
+// result itself.
 type apiResult struct {
 	Kind     string `json:"kind"`
 	Describe string `json:"describe"`
@@ -224,7 +233,7 @@ type apiResult struct {
 func stepOf(rec store.StepRecord, prevMessages int) apiStep {
 	st := rec.State
 	s := apiStep{Seq: rec.Seq, Created: stamp(rec.Created), Status: string(store.StatusRunning), Messages: []core.Message{},
-		Counters: apiCounters{Steps: st.Counters.Steps, ModelCalls: st.Counters.ModelCalls, Corrections: st.Counters.Corrections, Escalations: st.Counters.Escalations},
+		Counters: apiCounters{Steps: rec.Seq, Requests: st.Counters.Steps, ModelCalls: st.Counters.ModelCalls, Corrections: st.Counters.Corrections, Escalations: st.Counters.Escalations},
 		Usage:    apiUsage{PromptTokens: st.Counters.PromptTokens, CompletionTokens: st.Counters.CompletionTokens}}
 	if prevMessages < len(st.Messages) {
 		s.Messages = st.Messages[prevMessages:]

@@ -10,4 +10,13 @@
 // on one PostgreSQL share the work through the database alone, and a
 // server killed with SIGKILL loses nothing: its runs' leases expire and
 // other workers take them over. See docs/adr/0014-service.md.
+//
+// Steps are numbered and counted as core's doc says ("Steps"): by seq from
+// 0, the start; a run's "steps" is its last seq. GET /v1/runs/{id}/steps
+// and the event stream give the same step for the same seq: the event
+// "step" with id N carries step N, that is the result step N folded in
+// (the answer to the request of step N-1) and the action step N decided.
+// The answer to step N's request arrives with event N+1; the live events
+// of a model call in flight ("calling", "delta", "retry", ids "N" and
+// "N.k") belong to the step that asked for it, N.
 package server

@@ -206,7 +206,9 @@ func (s *Server) stepsAfter(ctx context.Context, id string, after, limit int) ([
 }
 
 // events streams a run: Server-Sent Events of its steps ("step", id the
-// step's seq), the run as GET /v1/runs/{id} shows it ("run", whenever it
+// step's seq; event N carries step N as /steps lists it: the result it
+// folded in, which answers step N-1's request, and the action it decided),
+// the run as GET /v1/runs/{id} shows it ("run", whenever it
 // changes: status, holder, pending calls, counters),
 // and "end" once it ended and every step was sent. A client that
 // reconnects with Last-Event-ID gets the steps after it, none twice.
