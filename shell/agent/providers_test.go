@@ -55,7 +55,7 @@ retry = { backoff = "1ms" }
 	if spec.Config.Models.Primary != "claude-sonnet-4-5" || spec.Config.Models.Helper != "o4-mini" {
 		t.Errorf("models = %+v", spec.Config.Models)
 	}
-	ag, err := spec.Build(agent.BuildOptions{})
+	ag, err := spec.Build(context.Background(), agent.BuildOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
