@@ -78,7 +78,7 @@ func New(opts Options) (*Provider, error) {
 	if o.MaxTokens == 0 {
 		o.MaxTokens = DefaultMaxTokens
 	}
-	if o.ThinkingBudget != 0 && o.MaxTokens > 0 && (o.ThinkingBudget < 1024 || o.ThinkingBudget >= o.MaxTokens) {
+	if o.ThinkingBudget != 0 && o.MaxTokens > 0 && !thinkingFits(o.ThinkingBudget, o.MaxTokens) {
 		problems = append(problems, fmt.Sprintf("thinking budget %d is not at least 1024 and below max tokens (%d)", o.ThinkingBudget, o.MaxTokens))
 	}
 	base, key, err := httpcall.Open(httpcall.Setup{

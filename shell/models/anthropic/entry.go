@@ -32,8 +32,12 @@ func check(s provider.Settings, _ bool) error {
 	if maxTokens == 0 {
 		maxTokens = DefaultMaxTokens
 	}
-	if s.ThinkingBudget < 1024 || s.ThinkingBudget >= maxTokens {
+	if !thinkingFits(s.ThinkingBudget, maxTokens) {
 		return provider.KeyErrorf("thinking_budget", "%d is not at least 1024 and below max_tokens (%d)", s.ThinkingBudget, maxTokens)
 	}
 	return nil
 }
+
+// thinkingFits: a thinking budget is at least 1024 tokens and below the
+// reply's max tokens.
+func thinkingFits(budget, maxTokens int) bool { return budget >= 1024 && budget < maxTokens }

@@ -27,11 +27,17 @@ func Entry() provider.Entry {
 
 // check checks the reasoning keys' values.
 func check(s provider.Settings, _ bool) error {
-	if !slices.Contains([]string{"", "minimal", "low", "medium", "high"}, s.ReasoningEffort) {
+	if !slices.Contains(efforts, s.ReasoningEffort) {
 		return provider.KeyErrorf("reasoning_effort", "%q is not one of minimal, low, medium, high", s.ReasoningEffort)
 	}
-	if !slices.Contains([]string{"", "auto", "concise", "detailed"}, s.ReasoningSummary) {
+	if !slices.Contains(summaries, s.ReasoningSummary) {
 		return provider.KeyErrorf("reasoning_summary", "%q is not one of auto, concise, detailed", s.ReasoningSummary)
 	}
 	return nil
 }
+
+// The values of reasoning.effort and reasoning.summary ("": not sent).
+var (
+	efforts   = []string{"", "minimal", "low", "medium", "high"}
+	summaries = []string{"", "auto", "concise", "detailed"}
+)

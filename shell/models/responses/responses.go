@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/openai/openai-go/v3/option"
@@ -74,14 +75,10 @@ var _ shell.ModelProvider = (*Provider)(nil)
 func New(opts Options) (*Provider, error) {
 	o := opts
 	var problems []string
-	switch o.ReasoningEffort {
-	case "", "minimal", "low", "medium", "high":
-	default:
+	if !slices.Contains(efforts, o.ReasoningEffort) {
 		problems = append(problems, fmt.Sprintf("reasoning effort %q is not one of minimal, low, medium, high", o.ReasoningEffort))
 	}
-	switch o.ReasoningSummary {
-	case "", "auto", "concise", "detailed":
-	default:
+	if !slices.Contains(summaries, o.ReasoningSummary) {
 		problems = append(problems, fmt.Sprintf("reasoning summary %q is not one of auto, concise, detailed", o.ReasoningSummary))
 	}
 	base, key, err := httpcall.Open(httpcall.Setup{
