@@ -17,9 +17,9 @@ type Entry struct {
 	// OpenTelemetry conventions' well-known value where there is one,
 	// else "stepwise." and the name.
 	GenAIName string
-	// HTTP says the provider calls an HTTP API: it takes base_url,
-	// api_key_env, timeout and a retry table, and its api_key_env is a
-	// secret.
+	// HTTP says the provider calls an HTTP API: base_url, api_key_env and
+	// timeout mean something to it, and it takes a retry table (refused
+	// on the other providers).
 	HTTP bool
 	// DefaultBaseURL is the API root used when base_url is left out
 	// (telemetry reports its host as server.address); "" for none.
