@@ -60,9 +60,17 @@ func (e *env) loadAgent(cmd, path string) (*agent.Spec, int) {
 	return spec, -1
 }
 
+// buildTimeout bounds how long the CLI waits for an agent's MCP servers
+// to start and list their tools.
+const buildTimeout = 2 * time.Minute
+
 // build creates the live agent; the caller defers closeAgent.
 func (e *env) build(cmd string, spec *agent.Spec, opts agent.BuildOptions) (*shell.Agent, int) {
-	ag, err := spec.Build(opts)
+	// Some commands build before they have a session's context: the
+	// build's own deadline is the CLI's limit.
+	ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
+	defer cancel()
+	ag, err := spec.Build(ctx, opts)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "stepwise %s: %v\n", cmd, err)
 		return nil, exitUsage

@@ -61,7 +61,7 @@ func interruptedRun(t *testing.T, db, agentFile string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ag, err := spec.Build(agent.BuildOptions{})
+	ag, err := spec.Build(context.Background(), agent.BuildOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

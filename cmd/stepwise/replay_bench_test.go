@@ -75,7 +75,7 @@ root = "data"
 	if err != nil {
 		return err
 	}
-	ag, err := spec.Build(agent.BuildOptions{})
+	ag, err := spec.Build(context.Background(), agent.BuildOptions{})
 	if err != nil {
 		return err
 	}

@@ -223,7 +223,9 @@ func (k *continuer) continueRun(ctx context.Context, r *agenttest.Result) (shell
 	if k.script != "" {
 		opts = agent.BuildOptions{Script: k.script, ScriptOffset: modelCallsBefore(spec.Config, d)}
 	}
-	ag, err := spec.Build(opts)
+	bctx, cancel := context.WithTimeout(ctx, buildTimeout)
+	ag, err := spec.Build(bctx, opts)
+	cancel()
 	if err != nil {
 		return shell.Outcome{}, err
 	}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"crypto/sha256"
 	"fmt"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/stepwise-agent/stepwise/shell"
 	"github.com/stepwise-agent/stepwise/shell/agent"
@@ -132,6 +134,10 @@ type builtSource struct {
 	spec *agent.Spec
 }
 
+// buildTimeout bounds how long building an agent may wait for its MCP
+// servers to start and list their tools.
+const buildTimeout = 2 * time.Minute
+
 // build builds spec once per distinct source.
 func (a *agents) build(spec *agent.Spec, opts agent.BuildOptions) (*shell.Agent, error) {
 	a.mu.Lock()
@@ -140,7 +146,11 @@ func (a *agents) build(spec *agent.Spec, opts agent.BuildOptions) (*shell.Agent,
 	if ag, ok := a.built[key]; ok {
 		return ag, nil
 	}
-	ag, err := spec.Build(opts)
+	// Built once and shared by every later request: no one request's
+	// context bounds it, the server's limit does.
+	ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
+	defer cancel()
+	ag, err := spec.Build(ctx, opts)
 	if err != nil {
 		return nil, errorf(http.StatusUnprocessableEntity, codeInvalidAgent, "%v", err)
 	}

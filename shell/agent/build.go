@@ -8,13 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"time"
 
 	"github.com/stepwise-agent/stepwise/core"
 	"github.com/stepwise-agent/stepwise/shell"
-	"github.com/stepwise-agent/stepwise/shell/models/anthropic"
-	"github.com/stepwise-agent/stepwise/shell/models/openai"
-	"github.com/stepwise-agent/stepwise/shell/models/responses"
+	"github.com/stepwise-agent/stepwise/shell/models"
+	"github.com/stepwise-agent/stepwise/shell/models/provider"
 	"github.com/stepwise-agent/stepwise/shell/models/script"
 )
 
@@ -31,10 +29,11 @@ type BuildOptions struct {
 
 // Build creates the live agent: model providers and tool implementations.
 // An agent with MCP servers connects to them here (the tool list is needed
-// before the run starts); the agent's Close shuts them down.
-func (s *Spec) Build(opts BuildOptions) (*shell.Agent, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+// before the run starts); the agent's Close shuts them down. Connecting
+// takes as long as ctx allows: Build sets no deadline of its own (the CLI
+// gives it two minutes). When ctx ends first, Build stops the servers it
+// started and returns an error that wraps ctx's.
+func (s *Spec) Build(ctx context.Context, opts BuildOptions) (*shell.Agent, error) {
 	m, warnings, err := s.connectMCP(ctx)
 	if err != nil {
 		return nil, err
@@ -81,7 +80,7 @@ func (s *Spec) build(opts BuildOptions) (*shell.Agent, error) {
 	for _, role := range slices.Sorted(maps.Keys(s.File.Models)) {
 		m, r := s.File.Models[role], core.ModelRole(role)
 		if r == core.Primary && opts.Script != "" {
-			m = Model{Provider: "script", Script: opts.Script}
+			m = scriptModel(opts.Script)
 		}
 		p, err := s.provider(role, m, opts.ScriptOffset)
 		if err != nil {
@@ -90,7 +89,7 @@ func (s *Spec) build(opts BuildOptions) (*shell.Agent, error) {
 		ag.Models[r] = p
 	}
 	if opts.Script != "" && ag.Models[core.Primary] == nil {
-		p, err := s.provider(string(core.Primary), Model{Provider: "script", Script: opts.Script}, opts.ScriptOffset)
+		p, err := s.provider(string(core.Primary), scriptModel(opts.Script), opts.ScriptOffset)
 		if err != nil {
 			return nil, err
 		}
@@ -100,42 +99,25 @@ func (s *Spec) build(opts BuildOptions) (*shell.Agent, error) {
 	return ag, nil
 }
 
+// scriptModel is the model a --script override answers with.
+func scriptModel(path string) Model {
+	return Model{Settings: provider.Settings{Provider: script.Name, Script: path}}
+}
+
+// provider builds one model role through its entry in the provider table.
 func (s *Spec) provider(role string, m Model, offset int) (shell.ModelProvider, error) {
-	switch m.Provider {
-	case "script":
-		p, err := script.Load(s.Resolve(m.Script))
-		if err != nil {
-			return nil, err
-		}
-		return p.WithOffset(offset), nil
+	e, ok := models.Providers().Lookup(m.Provider)
+	if !ok {
+		return nil, fmt.Errorf("unknown provider %q", m.Provider)
 	}
-	timeout, _ := duration(m.Timeout)
-	retry := s.modelRetry[role]
-	if m.MaxRetries != 0 && retry.Attempts == 0 {
-		retry.Attempts = max(m.MaxRetries, 0) + 1
+	b := provider.Build{Settings: m.Settings, Retry: s.modelRetry[role], ScriptOffset: offset}
+	b.Script = s.Resolve(m.Script)
+	b.Timeout, _ = duration(m.Timeout)
+	if m.MaxRetries != 0 && b.Retry.Attempts == 0 {
+		b.Retry.Attempts = max(m.MaxRetries, 0) + 1
 	}
-	noStream := m.Stream != nil && !*m.Stream
-	switch m.Provider {
-	case "openai":
-		return openai.New(openai.Options{
-			BaseURL: m.BaseURL, Model: m.Model, APIKeyEnv: m.APIKeyEnv, Timeout: timeout,
-			Retry: s.modelRetry[role], MaxRetries: m.MaxRetries, Temperature: m.Temperature, MaxTokens: m.MaxTokens,
-			Accepts:  m.Accepts,
-			NoStream: noStream,
-		})
-	case responses.Name:
-		return responses.New(responses.Options{
-			BaseURL: m.BaseURL, Model: m.Model, APIKeyEnv: m.APIKeyEnv, Timeout: timeout, Retry: retry,
-			Temperature: m.Temperature, MaxTokens: m.MaxTokens, NoStream: noStream,
-			ReasoningEffort: m.ReasoningEffort, ReasoningSummary: m.ReasoningSummary,
-		})
-	case anthropic.Name:
-		return anthropic.New(anthropic.Options{
-			BaseURL: m.BaseURL, Model: m.Model, APIKeyEnv: m.APIKeyEnv, Timeout: timeout, Retry: retry,
-			Temperature: m.Temperature, MaxTokens: m.MaxTokens, NoStream: noStream, ThinkingBudget: m.ThinkingBudget,
-		})
-	}
-	return nil, fmt.Errorf("unknown provider %q", m.Provider)
+	b.NoStream = m.Stream != nil && !*m.Stream
+	return e.New(b)
 }
 
 // Source is what a run built with opts records of its agent, before MCP

@@ -77,7 +77,7 @@ retry = { attempts = 5, jitter = 0 }
 	if !reflect.DeepEqual(spec.ToolRetry, want) {
 		t.Errorf("ToolRetry = %+v\nwant        %+v", spec.ToolRetry, want)
 	}
-	ag, err := spec.Build(agent.BuildOptions{})
+	ag, err := spec.Build(context.Background(), agent.BuildOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ env = { X = "$T_MCP_TOKEN", TOKEN = "${T_MCP_ENV}", PLAIN = "fixed" }
 	if err != nil {
 		t.Fatal(err)
 	}
-	ag, err := spec.Build(agent.BuildOptions{})
+	ag, err := spec.Build(context.Background(), agent.BuildOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +194,7 @@ func TestInDoubt(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", c.line, err)
 		}
-		ag, err := spec.Build(agent.BuildOptions{})
+		ag, err := spec.Build(context.Background(), agent.BuildOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -231,11 +231,11 @@ func TestScriptOverrideIsRelativeToTheWorkingDirectory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ag, err := spec.Build(agent.BuildOptions{})
+	ag, err := spec.Build(context.Background(), agent.BuildOptions{})
 	if err != nil || answer(ag) != "from the agent's own script" {
 		t.Fatalf("a script in the file is relative to the file: %v", err)
 	}
-	ag, err = spec.Build(agent.BuildOptions{Script: "other.jsonl"})
+	ag, err = spec.Build(context.Background(), agent.BuildOptions{Script: "other.jsonl"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +252,7 @@ func TestScriptOverrideIsRelativeToTheWorkingDirectory(t *testing.T) {
 	if !filepath.IsAbs(opts.Script) || filepath.Base(opts.Script) != "other.jsonl" {
 		t.Errorf("recorded script = %q, want an absolute path", opts.Script)
 	}
-	again, err := back.Build(opts)
+	again, err := back.Build(context.Background(), opts)
 	if err != nil {
 		t.Fatalf("rebuild at resume: %v", err)
 	}
@@ -269,7 +269,7 @@ func TestStoredAgentNeedsNoScript(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ag, err := spec.Build(agent.BuildOptions{})
+	ag, err := spec.Build(context.Background(), agent.BuildOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@
 //	tools_enabled = true         # false: no tool at all (see Switching tools off)
 //
 //	[models.primary]
-//	provider = "openai"          # openai | openai-responses | anthropic | script: see Providers
+//	provider = "openai"          # a provider of the provider table: see Providers
 //	model = "gpt-4o-mini"
 //	base_url = "https://api.openai.com/v1"
 //	api_key_env = "OPENAI_API_KEY"   # the variable's name; the key is never stored
@@ -109,26 +109,14 @@
 //
 // # Providers
 //
-// provider selects how a model is called:
+// provider selects how a model is called. The providers are the entries of
+// the provider table, shell/models.Providers, whose package doc describes
+// each and its own keys: "openai" (OpenAI-compatible chat completions:
+// OpenAI, Azure, Ollama, vLLM, the llama.cpp server), "openai-responses"
+// (the OpenAI Responses API), "anthropic" (the Anthropic Messages API) and
+// "script" (answers from a JSONL file, script = PATH, for demos and tests).
 //
-//   - "openai": OpenAI-compatible chat completions (OpenAI, Azure, Ollama,
-//     vLLM, the llama.cpp server), through go-openai. base_url defaults to
-//     https://api.openai.com/v1.
-//   - "openai-responses": the OpenAI Responses API, through openai-go.
-//     Requests are stateless (store = false); a reply's reasoning items are
-//     kept with the run and sent back on the next request. Its own keys:
-//     reasoning_effort ("minimal", "low", "medium", "high") and
-//     reasoning_summary ("auto", "concise", "detailed"; some organisations
-//     must be verified for it).
-//   - "anthropic": the Anthropic Messages API, through anthropic-sdk-go.
-//     base_url defaults to https://api.anthropic.com; max_tokens defaults
-//     to 8192 (the API requires one). Its own key: thinking_budget (tokens,
-//     at least 1024 and below max_tokens) turns extended thinking on; the
-//     signed thinking is kept with the run and sent back.
-//   - "script": answers from a JSONL file (script = PATH), for demos and
-//     tests.
-//
-// The three HTTP providers take model (required), base_url, api_key_env
+// The HTTP providers take model (required), base_url, api_key_env
 // (the name of the variable holding the key, read when the agent is built;
 // the key is a secret, see Secrets), timeout (how long an attempt may
 // receive nothing, default "60s"), temperature, max_tokens, a retry table
@@ -136,7 +124,16 @@
 // and the service show a reply as it arrives; stream = false sends
 // unstreamed requests, for servers that cannot stream. A run stores the
 // same reply either way. A key that only some providers take is an error
-// on the others.
+// on the others, naming the providers that take it.
+//
+// Nothing in this package names a provider: checking a [models.ROLE]
+// table (its required keys, the keys only some providers take, the values
+// of the provider's own keys) and building its model go through the
+// provider's entry (shell/models/provider.Entry), and so does telemetry's
+// description of it. Adding a provider is writing its package under
+// shell/models, with a func Entry() provider.Entry (and, for a key no
+// provider read before, a field of provider.Settings, which Model embeds),
+// and adding that Entry to shell/models.Providers.
 //
 // # Retries
 //

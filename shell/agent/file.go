@@ -1,6 +1,9 @@
 package agent
 
-import "github.com/stepwise-agent/stepwise/core"
+import (
+	"github.com/stepwise-agent/stepwise/core"
+	"github.com/stepwise-agent/stepwise/shell/models/provider"
+)
 
 // File is the TOML shape of an agent file.
 type File struct {
@@ -37,34 +40,16 @@ type Summary struct {
 	MaxBytes  int `toml:"max_bytes"`
 }
 
-// Model configures one model role.
+// Model configures one model role: the keys the providers read
+// (provider.Settings, in the same table) and the shell's own, the retry
+// table and the prices.
 type Model struct {
-	Provider    string   `toml:"provider"`
-	Model       string   `toml:"model"`
-	BaseURL     string   `toml:"base_url"`
-	APIKeyEnv   string   `toml:"api_key_env"`
-	Timeout     string   `toml:"timeout"`
-	MaxRetries  int      `toml:"max_retries"`
-	Temperature *float32 `toml:"temperature"`
-	MaxTokens   int      `toml:"max_tokens"`
-	Script      string   `toml:"script"`
+	provider.Settings
 	// Retry is the [models.ROLE.retry] table (the HTTP providers).
 	Retry *Retry `toml:"retry"`
-	// Accepts lists what the model reads besides text: "image", "audio"
-	// (provider openai).
-	Accepts []string `toml:"accepts"`
 	// Prices per million tokens, for [budget] max_cost (policies.go).
 	InputPricePerMillion  *float64 `toml:"input_price_per_million"`
 	OutputPricePerMillion *float64 `toml:"output_price_per_million"`
-	// Stream = false sends requests unstreamed (default: streamed).
-	Stream *bool `toml:"stream"`
-	// ReasoningEffort and ReasoningSummary (openai-responses) set the
-	// request's reasoning.effort and reasoning.summary.
-	ReasoningEffort  string `toml:"reasoning_effort"`
-	ReasoningSummary string `toml:"reasoning_summary"`
-	// ThinkingBudget (anthropic) turns extended thinking on with this
-	// many tokens.
-	ThinkingBudget int `toml:"thinking_budget"`
 }
 
 // Retry is a retry table: [models.ROLE.retry], or a tool table's retry key.

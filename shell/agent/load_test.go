@@ -1,6 +1,7 @@
 package agent_test
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -22,7 +23,7 @@ func TestExampleAgentsLoadAndBuild(t *testing.T) {
 			t.Errorf("%s: %v", f, err)
 			continue
 		}
-		ag, err := spec.Build(agent.BuildOptions{})
+		ag, err := spec.Build(context.Background(), agent.BuildOptions{})
 		if err != nil {
 			t.Errorf("%s: build: %v", f, err)
 			continue
@@ -164,7 +165,7 @@ func TestScriptOverrideIsRecorded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ag, err := spec.Build(agent.BuildOptions{Script: "../../testdata/scripts/coder.jsonl", ScriptOffset: 1})
+	ag, err := spec.Build(context.Background(), agent.BuildOptions{Script: "../../testdata/scripts/coder.jsonl", ScriptOffset: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -77,7 +77,7 @@ deny = ["stuck", "crash"]
 	if err != nil {
 		t.Fatal(err)
 	}
-	ag, err := spec.Build(agent.BuildOptions{})
+	ag, err := spec.Build(context.Background(), agent.BuildOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,7 +55,7 @@ retry = { backoff = "1ms" }
 	if spec.Config.Models.Primary != "claude-sonnet-4-5" || spec.Config.Models.Helper != "o4-mini" {
 		t.Errorf("models = %+v", spec.Config.Models)
 	}
-	ag, err := spec.Build(agent.BuildOptions{})
+	ag, err := spec.Build(context.Background(), agent.BuildOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,13 @@ retry = { backoff = "1ms" }
 		{"bad effort", `provider = "openai-responses"` + "\nmodel = \"m\"\nreasoning_effort = \"max\"\n", `reasoning_effort: "max" is not one of minimal, low, medium, high`},
 		{"thinking on openai", `provider = "openai"` + "\nmodel = \"m\"\nthinking_budget = 2000\n", "thinking_budget: applies to provider anthropic only"},
 		{"thinking too small", `provider = "anthropic"` + "\nmodel = \"m\"\nthinking_budget = 100\n", "thinking_budget: 100 is not at least 1024 and below max_tokens (8192)"},
-		{"stream on a script", `provider = "script"` + "\nscript = \"x.jsonl\"\nstream = false\n", "stream: applies to the HTTP providers"},
+		{"stream on a script", `provider = "script"` + "\nscript = \"x.jsonl\"\nstream = false\n", "stream: applies to the HTTP providers (openai, openai-responses, anthropic), not script"},
+		{"retry on a script", `provider = "script"` + "\nscript = \"x.jsonl\"\nretry = { attempts = 2 }\n", "t.toml:5: models.primary: retry: applies to the HTTP providers (openai, openai-responses, anthropic), not script"},
+		{"script on openai", `provider = "openai"` + "\nmodel = \"m\"\nscript = \"x.jsonl\"\n", "t.toml:5: models.primary: script: applies to provider script only"},
+		{"accepts on anthropic", `provider = "anthropic"` + "\nmodel = \"m\"\naccepts = [\"image\"]\n", "t.toml:5: models.primary: accepts: applies to provider openai only"},
+		{"bad accepts", `provider = "openai"` + "\nmodel = \"m\"\naccepts = [\"video\"]\n", `accepts: "video" is not one of "image", "audio"`},
+		{"no script", `provider = "script"` + "\n", "script is required for provider script"},
+		{"missing script", `provider = "script"` + "\nscript = \"y.jsonl\"\n", "y.jsonl does not exist"},
 	} {
 		_, err := agent.Parse([]byte(head+c.toml), "t.toml", scriptDir(t, "x.jsonl"))
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -67,7 +67,7 @@ enabled = false
 	if got := toolNames(s.Config.ToolList()); got != "echo,web_search,memory_search,memory_create,memory_traverse" {
 		t.Fatalf("declared %s", got)
 	}
-	ag, err := s.Build(agent.BuildOptions{})
+	ag, err := s.Build(context.Background(), agent.BuildOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ enabled = false
 	if got := toolNames(s.Config.ToolList()); got != "" || s.Config.Memory.Tools {
 		t.Fatalf("with tools_enabled = false, declared %q", got)
 	}
-	if ag, err = s.Build(agent.BuildOptions{}); err != nil || len(ag.Tools) != 0 {
+	if ag, err = s.Build(context.Background(), agent.BuildOptions{}); err != nil || len(ag.Tools) != 0 {
 		t.Fatalf("%v %v", ag, err)
 	}
 	// A table that is off is still read: a typo in it is an error.
@@ -102,7 +102,7 @@ enabled = false
 	if err != nil {
 		t.Fatal(err)
 	}
-	ag, err = s.Build(agent.BuildOptions{})
+	ag, err = s.Build(context.Background(), agent.BuildOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +151,7 @@ type = "array"
 	if err != nil {
 		t.Fatal(err)
 	}
-	ag, err := s.Build(agent.BuildOptions{})
+	ag, err := s.Build(context.Background(), agent.BuildOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +204,7 @@ func TestCacheVersionFollowsTheTable(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ag, err := s.Build(agent.BuildOptions{})
+		ag, err := s.Build(context.Background(), agent.BuildOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -259,7 +259,7 @@ idempotent = false
 	if err != nil {
 		t.Fatal(err)
 	}
-	ag, err := s.Build(agent.BuildOptions{})
+	ag, err := s.Build(context.Background(), agent.BuildOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

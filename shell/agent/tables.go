@@ -4,16 +4,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/stepwise-agent/stepwise/core"
 	"github.com/stepwise-agent/stepwise/shell"
-	"github.com/stepwise-agent/stepwise/shell/models/anthropic"
-	"github.com/stepwise-agent/stepwise/shell/models/openai"
-	"github.com/stepwise-agent/stepwise/shell/models/script"
+	"github.com/stepwise-agent/stepwise/shell/models"
+	"github.com/stepwise-agent/stepwise/shell/models/provider"
 )
 
 // keyError is an error about one key of a table, which it is reported at
@@ -31,55 +29,54 @@ func keyErrorf(key, format string, args ...any) error {
 	return &keyError{key, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...))}
 }
 
-// model checks one [models.ROLE] table and sets its label in models.
-func (s *Spec) model(role string, m Model, models *core.Models, checkFiles bool) error {
+// model checks one [models.ROLE] table, through its provider's entry in
+// the provider table, and sets its label in labels.
+func (s *Spec) model(role string, m Model, labels *core.Models, checkFiles bool) error {
 	switch role {
 	case "primary", "helper":
 	default:
 		return errors.New("the roles are primary and helper")
 	}
-	switch m.Provider {
-	case "openai", "openai-responses", "anthropic":
-		if m.Model == "" {
-			return fmt.Errorf("model is required for provider %s", m.Provider)
-		}
-		if m.Script != "" {
-			return keyErrorf("script", "applies to provider script only")
-		}
-	case "script":
-		if m.Script == "" {
-			return errors.New("script is required for provider script")
-		}
-		if m.Retry != nil {
-			return keyErrorf("retry", "applies to the HTTP providers (openai, openai-responses, anthropic), not script")
-		}
-		if m.Stream != nil {
-			return keyErrorf("stream", "applies to the HTTP providers (openai, openai-responses, anthropic), not script")
-		}
-		if m.Accepts != nil {
-			return keyErrorf("accepts", "applies to provider openai only")
-		}
-		if checkFiles {
-			path := s.Resolve(m.Script)
-			if _, err := script.Load(path); errors.Is(err, fs.ErrNotExist) {
-				return keyErrorf("script", "%s does not exist", path)
-			} else if err != nil {
-				return keyErrorf("script", "%v", err)
-			}
-		}
-	default:
-		return fmt.Errorf("provider %q is not one of openai, openai-responses, anthropic, script", m.Provider)
+	table := models.Providers()
+	e, ok := table.Lookup(m.Provider)
+	if !ok {
+		return fmt.Errorf("provider %q is not one of %s", m.Provider, strings.Join(table.Names(), ", "))
 	}
-	if err := providerKeys(m); err != nil {
-		return err
+	given := m.Given()
+	for _, k := range e.Required {
+		if !slices.Contains(given, k) {
+			return fmt.Errorf("%s is required for provider %s", k, e.Name)
+		}
+	}
+	if m.Retry != nil {
+		given = append([]string{"retry"}, given...)
+	}
+	for _, k := range given {
+		if why := table.Refusal(e, k); why != "" {
+			return keyErrorf(k, "%s", why)
+		}
+	}
+	for _, k := range m.Accepts {
+		if !slices.Contains(e.Supports.Attachments, k) {
+			return keyErrorf("accepts", "%q is not one of %s", k, quoted(e.Supports.Attachments))
+		}
+	}
+	if e.Check != nil {
+		set := m.Settings
+		set.Script = s.Resolve(set.Script)
+		if err := e.Check(set, checkFiles); err != nil {
+			var ke *provider.KeyError
+			if errors.As(err, &ke) {
+				return &keyError{ke.Key, err}
+			}
+			return err
+		}
+	}
+	if m.MaxTokens < 0 {
+		return keyErrorf("max_tokens", "%d is negative", m.MaxTokens)
 	}
 	if _, err := duration(m.Timeout); err != nil {
 		return keyErrorf("timeout", "%v", err)
-	}
-	for _, k := range m.Accepts {
-		if k != openai.AcceptImage && k != openai.AcceptAudio {
-			return keyErrorf("accepts", "%q is not one of %q, %q", k, openai.AcceptImage, openai.AcceptAudio)
-		}
 	}
 	if m.MaxRetries < -1 {
 		return keyErrorf("max_retries", "%d is below -1 (-1 means no retries)", m.MaxRetries)
@@ -99,46 +96,20 @@ func (s *Spec) model(role string, m Model, models *core.Models, checkFiles bool)
 		label = m.Provider + ":" + filepath.Base(m.Script)
 	}
 	if role == "primary" {
-		models.Primary = label
+		labels.Primary = label
 	} else {
-		models.Helper = label
+		labels.Helper = label
 	}
 	return nil
 }
 
-// providerKeys checks the keys that only some providers take.
-func providerKeys(m Model) error {
-	if m.ReasoningEffort != "" || m.ReasoningSummary != "" {
-		if m.Provider != "openai-responses" {
-			key := "reasoning_effort"
-			if m.ReasoningEffort == "" {
-				key = "reasoning_summary"
-			}
-			return keyErrorf(key, "applies to provider openai-responses only")
-		}
-		if !slices.Contains([]string{"", "minimal", "low", "medium", "high"}, m.ReasoningEffort) {
-			return keyErrorf("reasoning_effort", "%q is not one of minimal, low, medium, high", m.ReasoningEffort)
-		}
-		if !slices.Contains([]string{"", "auto", "concise", "detailed"}, m.ReasoningSummary) {
-			return keyErrorf("reasoning_summary", "%q is not one of auto, concise, detailed", m.ReasoningSummary)
-		}
+// quoted lists words quoted: "image", "audio".
+func quoted(words []string) string {
+	q := make([]string, len(words))
+	for i, w := range words {
+		q[i] = fmt.Sprintf("%q", w)
 	}
-	if m.ThinkingBudget != 0 {
-		if m.Provider != "anthropic" {
-			return keyErrorf("thinking_budget", "applies to provider anthropic only")
-		}
-		maxTokens := m.MaxTokens
-		if maxTokens == 0 {
-			maxTokens = anthropic.DefaultMaxTokens
-		}
-		if m.ThinkingBudget < 1024 || m.ThinkingBudget >= maxTokens {
-			return keyErrorf("thinking_budget", "%d is not at least 1024 and below max_tokens (%d)", m.ThinkingBudget, maxTokens)
-		}
-	}
-	if m.MaxTokens < 0 {
-		return keyErrorf("max_tokens", "%d is negative", m.MaxTokens)
-	}
-	return nil
+	return strings.Join(q, ", ")
 }
 
 // tools builds the tools of one [[tools]] table and records their timeouts

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stepwise-agent/stepwise/core"
 	"github.com/stepwise-agent/stepwise/shell/agent"
+	"github.com/stepwise-agent/stepwise/shell/models"
 )
 
 // agentInfo is what the spans say of the agent a run follows: its name,
@@ -16,7 +17,8 @@ type agentInfo struct {
 	tools  map[string]core.Tool
 }
 
-// modelInfo describes one model role in the GenAI conventions' terms.
+// modelInfo describes one model role in the GenAI conventions' terms, as
+// the provider table (shell/models) names its provider.
 type modelInfo struct {
 	provider string // gen_ai.provider.name
 	model    string // gen_ai.request.model
@@ -36,14 +38,18 @@ func agentOf(name string, source []byte) agentInfo {
 	if err != nil {
 		return a
 	}
+	table := models.Providers()
 	for role, m := range spec.File.Models {
 		r := core.ModelRole(role)
-		mi := modelInfo{provider: providerName(m.Provider), model: spec.Config.Models.Primary}
+		mi := modelInfo{provider: unknownProvider, model: spec.Config.Models.Primary}
 		if r == core.Helper {
 			mi.model = spec.Config.Models.Helper
 		}
-		if m.Provider == "openai" {
-			mi.address, mi.port = server(m.BaseURL, "https://api.openai.com/v1")
+		if e, ok := table.Lookup(m.Provider); ok {
+			mi.provider = e.GenAIName
+			if e.HTTP {
+				mi.address, mi.port = server(m.BaseURL, e.DefaultBaseURL)
+			}
 		}
 		a.models[r] = mi
 	}
@@ -60,19 +66,6 @@ func (a agentInfo) model(role core.ModelRole) modelInfo {
 		return m
 	}
 	return modelInfo{provider: unknownProvider}
-}
-
-// providerName maps an agent file's provider to gen_ai.provider.name: the
-// conventions' well-known value where there is one, else the provider's
-// own name under "stepwise." (the script provider answers from a file).
-func providerName(p string) string {
-	switch p {
-	case "openai", "anthropic":
-		return p
-	case "":
-		return unknownProvider
-	}
-	return "stepwise." + p
 }
 
 // server is the host and port of a base URL (def when empty); none when

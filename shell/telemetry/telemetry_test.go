@@ -73,7 +73,7 @@ func loadAgent(t *testing.T, path string) *shell.Agent {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ag, err := spec.Build(agent.BuildOptions{})
+	ag, err := spec.Build(context.Background(), agent.BuildOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,13 +2,8 @@ package anthropic
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
-	"os"
-	"strings"
 	"time"
 
 	sdk "github.com/anthropics/anthropic-sdk-go"
@@ -17,6 +12,7 @@ import (
 	"github.com/stepwise-agent/stepwise/core"
 	"github.com/stepwise-agent/stepwise/shell"
 	"github.com/stepwise-agent/stepwise/shell/models/internal/httpcall"
+	"github.com/stepwise-agent/stepwise/shell/models/internal/streamed"
 )
 
 // Name is the provider's name, in agent files and in the opaque data it
@@ -67,8 +63,8 @@ type Options struct {
 // Provider is a shell.ModelProvider for one Anthropic model. It is safe
 // for concurrent use.
 type Provider struct {
+	base *httpcall.Base
 	svc  sdk.MessageService
-	http *httpcall.Client
 	o    Options
 }
 
@@ -77,66 +73,37 @@ var _ shell.ModelProvider = (*Provider)(nil)
 // New checks opts, reads the API key from the named variable and returns a
 // Provider. A named variable that is unset or empty is an error.
 func New(opts Options) (*Provider, error) {
-	o, err := opts.withDefaults()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", Name, err)
+	o := opts
+	var problems []string
+	if o.MaxTokens == 0 {
+		o.MaxTokens = DefaultMaxTokens
 	}
-	hc := httpcall.New(httpcall.Options{
-		HTTP: o.HTTPClient, Policy: o.Retry, Timeout: o.Timeout, Check: checkMessage,
-		Sleep: o.Sleep, Rand: o.Rand, Now: o.Now,
+	if o.ThinkingBudget != 0 && o.MaxTokens > 0 && !thinkingFits(o.ThinkingBudget, o.MaxTokens) {
+		problems = append(problems, fmt.Sprintf("thinking budget %d is not at least 1024 and below max tokens (%d)", o.ThinkingBudget, o.MaxTokens))
+	}
+	base, key, err := httpcall.Open(httpcall.Setup{
+		Name: Name, Model: o.Model, BaseURL: o.BaseURL, DefaultBaseURL: DefaultBaseURL, APIKeyEnv: o.APIKeyEnv,
+		Timeout: o.Timeout, Retry: o.Retry, MaxTokens: o.MaxTokens, Problems: problems, Check: checkMessage,
+		HTTPClient: o.HTTPClient, Sleep: o.Sleep, Rand: o.Rand, Now: o.Now,
+		Explain: httpcall.Provider{KeyHint: " (api_key_env)"},
 	})
-	reqOpts := []option.RequestOption{
-		option.WithBaseURL(o.BaseURL), option.WithHTTPClient(hc), option.WithMaxRetries(0),
+	if err != nil {
+		return nil, err
 	}
-	if o.APIKeyEnv != "" {
-		key := os.Getenv(o.APIKeyEnv)
-		if key == "" {
-			return nil, fmt.Errorf("%s: the variable %s, named to hold the API key, is unset or empty", Name, o.APIKeyEnv)
-		}
+	o.BaseURL, o.Retry = base.Endpoint.BaseURL, base.Retry
+	reqOpts := []option.RequestOption{
+		option.WithBaseURL(o.BaseURL), option.WithHTTPClient(base.HTTP), option.WithMaxRetries(0),
+	}
+	if key != "" {
 		reqOpts = append(reqOpts, option.WithAPIKey(key))
 	}
 	// The service alone, not sdk.NewClient: that would read ANTHROPIC_*
 	// variables and profiles.
-	return &Provider{svc: sdk.NewMessageService(reqOpts...), http: hc, o: o}, nil
-}
-
-func (o Options) withDefaults() (Options, error) {
-	var errs []string
-	if strings.TrimSpace(o.Model) == "" {
-		errs = append(errs, "model is empty")
-	}
-	if o.BaseURL == "" {
-		o.BaseURL = DefaultBaseURL
-	}
-	if u, err := url.Parse(o.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		errs = append(errs, fmt.Sprintf("base URL %q is not an http or https URL", o.BaseURL))
-	}
-	if o.Timeout < 0 {
-		errs = append(errs, "timeout is negative")
-	}
-	o.Retry = o.Retry.WithDefaults(shell.DefaultModelRetry)
-	if err := o.Retry.Validate(); err != nil {
-		errs = append(errs, "retry: "+strings.ReplaceAll(err.Error(), "\n", "; "))
-	}
-	switch {
-	case o.MaxTokens < 0:
-		errs = append(errs, "max tokens is negative")
-	case o.MaxTokens == 0:
-		o.MaxTokens = DefaultMaxTokens
-	}
-	if o.ThinkingBudget != 0 && (o.ThinkingBudget < 1024 || o.ThinkingBudget >= o.MaxTokens) {
-		errs = append(errs, fmt.Sprintf("thinking budget %d is not at least 1024 and below max tokens (%d)", o.ThinkingBudget, o.MaxTokens))
-	}
-	if len(errs) > 0 {
-		return o, errors.New(strings.Join(errs, "; "))
-	}
-	return o, nil
+	return &Provider{base: base, svc: sdk.NewMessageService(reqOpts...), o: o}, nil
 }
 
 // String names the model and endpoint; it never shows the key.
-func (p *Provider) String() string {
-	return fmt.Sprintf("%s model %q at %s", Name, p.o.Model, p.o.BaseURL)
-}
+func (p *Provider) String() string { return p.base.Endpoint.String() }
 
 // Complete sends one request, streamed unless NoStream, retrying as the
 // package doc says.
@@ -145,8 +112,7 @@ func (p *Provider) Complete(ctx context.Context, req shell.ModelRequest) (core.M
 	if err != nil {
 		return core.ModelReply{}, err
 	}
-	var reply core.ModelReply
-	err = p.http.Call(ctx, req.OnRetry, func(ctx context.Context) error {
+	return p.base.Complete(ctx, req.OnRetry, func(ctx context.Context) (core.ModelReply, error) {
 		var msg *sdk.Message
 		var err error
 		if p.o.NoStream {
@@ -155,71 +121,48 @@ func (p *Provider) Complete(ctx context.Context, req shell.ModelRequest) (core.M
 			msg, err = p.streamed(ctx, params, req.OnDelta)
 		}
 		if err != nil {
-			return err
+			return core.ModelReply{}, err
 		}
-		reply, err = replyOf(msg)
-		return err
+		return replyOf(msg)
 	})
-	if err != nil {
-		return core.ModelReply{}, p.explain(ctx, err)
-	}
-	return reply, nil
 }
 
 // streamed makes one streamed attempt and returns the assembled message.
 func (p *Provider) streamed(ctx context.Context, params sdk.MessageNewParams, onDelta func(shell.ModelDelta)) (*sdk.Message, error) {
-	stream := p.svc.NewStreaming(ctx, params)
-	defer stream.Close()
-	if body := httpcall.Plain(ctx); body != nil {
-		var msg sdk.Message
-		if err := json.Unmarshal(body, &msg); err != nil {
-			return nil, httpcall.BadReplyf("the reply is not a message (%v)", err)
-		}
-		return &msg, nil
-	}
 	var msg sdk.Message
-	calls := map[int64]int{} // block index -> call number
-	started, stopped := false, false
-	for stream.Next() {
-		started = true
-		ev := stream.Current()
-		if err := msg.Accumulate(ev); err != nil {
-			return nil, httpcall.BadReplyf("the stream does not add up: %v", err)
-		}
-		switch ev.Type {
-		case "content_block_start":
-			if ev.ContentBlock.Type == "tool_use" {
-				n := len(calls)
-				calls[ev.Index] = n
-				tell(onDelta, shell.ModelDelta{Kind: shell.DeltaCall, Call: n, Name: ev.ContentBlock.Name})
+	deltas := streamed.NewDeltas(onDelta)
+	stopped := false
+	return streamed.Read(ctx, p.svc.NewStreaming(ctx, params), streamed.Reader[sdk.MessageStreamEventUnion, sdk.Message]{
+		Noun: "message",
+		Event: func(ev sdk.MessageStreamEventUnion) (*sdk.Message, error) {
+			if err := msg.Accumulate(ev); err != nil {
+				return nil, httpcall.BadReplyf("the stream does not add up: %v", err)
 			}
-		case "content_block_delta":
-			switch ev.Delta.Type {
-			case "text_delta":
-				tell(onDelta, shell.ModelDelta{Kind: shell.DeltaText, Text: ev.Delta.Text})
-			case "thinking_delta":
-				tell(onDelta, shell.ModelDelta{Kind: shell.DeltaReasoning, Text: ev.Delta.Thinking})
-			case "input_json_delta":
-				tell(onDelta, shell.ModelDelta{Kind: shell.DeltaCall, Call: calls[ev.Index], Text: ev.Delta.PartialJSON})
+			switch ev.Type {
+			case "content_block_start":
+				if ev.ContentBlock.Type == "tool_use" {
+					deltas.CallStart(ev.Index, ev.ContentBlock.Name)
+				}
+			case "content_block_delta":
+				switch ev.Delta.Type {
+				case "text_delta":
+					deltas.Text(ev.Delta.Text)
+				case "thinking_delta":
+					deltas.Reasoning(ev.Delta.Thinking)
+				case "input_json_delta":
+					deltas.CallArgs(ev.Index, ev.Delta.PartialJSON)
+				}
+			case "message_stop":
+				stopped = true
 			}
-		case "message_stop":
-			stopped = true
-		}
-	}
-	if err := stream.Err(); err != nil {
-		if !started {
-			return nil, err // the request failed: Do said why
-		}
-		return nil, streamError(err)
-	}
-	if !stopped {
-		return nil, httpcall.BadReplyf("the stream ended before message_stop")
-	}
-	return &msg, nil
-}
-
-func tell(onDelta func(shell.ModelDelta), d shell.ModelDelta) {
-	if onDelta != nil && (d.Text != "" || d.Name != "") {
-		onDelta(d)
-	}
+			return nil, nil
+		},
+		End: func() (*sdk.Message, error) {
+			if !stopped {
+				return nil, httpcall.BadReplyf("the stream ended before message_stop")
+			}
+			return &msg, nil
+		},
+		Broke: streamError,
+	})
 }

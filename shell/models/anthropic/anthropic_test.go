@@ -12,6 +12,7 @@ import (
 	"github.com/stepwise-agent/stepwise/core"
 	mt "github.com/stepwise-agent/stepwise/internal/modeltest"
 	"github.com/stepwise-agent/stepwise/shell"
+	pt "github.com/stepwise-agent/stepwise/shell/models/internal/providertest"
 )
 
 func newProvider(t *testing.T, srv *mt.Server, opts Options) (*Provider, *mt.Sleeps) {
@@ -38,41 +39,6 @@ func ask(text string) shell.ModelRequest {
 	}
 }
 
-type recorder struct {
-	deltas  []shell.ModelDelta
-	retries []shell.ModelRetry
-}
-
-func (r *recorder) request(req shell.ModelRequest) shell.ModelRequest {
-	req.OnDelta = func(d shell.ModelDelta) { r.deltas = append(r.deltas, d) }
-	req.OnRetry = func(rt shell.ModelRetry) { r.retries = append(r.retries, rt) }
-	return req
-}
-
-func (r *recorder) spelled(kind shell.DeltaKind) string {
-	var b strings.Builder
-	for _, d := range r.deltas {
-		if d.Kind == kind {
-			b.WriteString(d.Text)
-		}
-	}
-	return b.String()
-}
-
-func body(t *testing.T, r mt.Request) map[string]any {
-	t.Helper()
-	var m map[string]any
-	if err := json.Unmarshal(r.Body, &m); err != nil {
-		t.Fatalf("the request is not JSON: %v\n%s", err, r.Body)
-	}
-	return m
-}
-
-func compactJSON(v any) string {
-	b, _ := json.Marshal(v)
-	return string(b)
-}
-
 // TestThinkingGoesBackToTheModel: a streamed reply with thinking, text and
 // a tool call split across events assembles into the reply the same
 // message gives unstreamed, thinking kept as opaque data; the next request
@@ -85,8 +51,8 @@ func TestThinkingGoesBackToTheModel(t *testing.T) {
 		mt.Reply{Events: stream("end_turn", 5, answerBlock)},
 	)
 	p, _ := newProvider(t, srv, Options{ThinkingBudget: 2048})
-	rec := &recorder{}
-	got, err := p.Complete(context.Background(), rec.request(ask("Weather in Paris?")))
+	rec := &pt.Recorder{}
+	got, err := p.Complete(context.Background(), rec.Request(ask("Weather in Paris?")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,9 +67,9 @@ func TestThinkingGoesBackToTheModel(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("reply %+v\nwant  %+v\nopaque %s", got, want, got.Opaque.Data)
 	}
-	if rec.spelled(shell.DeltaText) != want.Text || rec.spelled(shell.DeltaCall) != `{"city": "Paris"}` ||
-		rec.spelled(shell.DeltaReasoning) != "The user wants the weather in Paris; the tool gives it." {
-		t.Errorf("deltas: %+v", rec.deltas)
+	if rec.Spelled(shell.DeltaText) != want.Text || rec.Spelled(shell.DeltaCall) != `{"city": "Paris"}` ||
+		rec.Spelled(shell.DeltaReasoning) != "The user wants the weather in Paris; the tool gives it." {
+		t.Errorf("deltas: %+v", rec.Deltas)
 	}
 
 	q, _ := newProvider(t, srv, Options{ThinkingBudget: 2048, NoStream: true})
@@ -124,19 +90,19 @@ func TestThinkingGoesBackToTheModel(t *testing.T) {
 	if err != nil || final.Text != "It is 18 C in Paris." || final.Opaque != nil || final.FinishReason != "end_turn" {
 		t.Fatalf("final = %+v, %v", final, err)
 	}
-	b := body(t, srv.Requests()[2])
+	b := pt.Body(t, srv.Requests()[2])
 	msgs := b["messages"].([]any)
 	if len(msgs) != 3 {
-		t.Fatalf("%d turns: %s", len(msgs), compactJSON(msgs))
+		t.Fatalf("%d turns: %s", len(msgs), pt.CompactJSON(msgs))
 	}
-	if got := compactJSON(msgs[1]); got != `{"content":[{"signature":"EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds","thinking":"The user wants the weather in Paris; the tool gives it.","type":"thinking"},`+
+	if got := pt.CompactJSON(msgs[1]); got != `{"content":[{"signature":"EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds","thinking":"The user wants the weather in Paris; the tool gives it.","type":"thinking"},`+
 		`{"text":"I'll look up the weather in Paris.","type":"text"},{"id":"toolu_01A09q90qw90lq917835lq9","input":{"city":"Paris"},"name":"get_weather","type":"tool_use"}],"role":"assistant"}` {
 		t.Errorf("assistant turn %s", got)
 	}
-	if got := compactJSON(msgs[2]); got != `{"content":[{"content":[{"text":"18 C","type":"text"}],"is_error":false,"tool_use_id":"toolu_01A09q90qw90lq917835lq9","type":"tool_result"}],"role":"user"}` {
+	if got := pt.CompactJSON(msgs[2]); got != `{"content":[{"content":[{"text":"18 C","type":"text"}],"is_error":false,"tool_use_id":"toolu_01A09q90qw90lq917835lq9","type":"tool_result"}],"role":"user"}` {
 		t.Errorf("tool result turn %s", got)
 	}
-	if th := compactJSON(b["thinking"]); th != `{"budget_tokens":2048,"type":"enabled"}` {
+	if th := pt.CompactJSON(b["thinking"]); th != `{"budget_tokens":2048,"type":"enabled"}` {
 		t.Errorf("thinking = %s", th)
 	}
 }
@@ -168,7 +134,7 @@ func TestRequestOnTheWire(t *testing.T) {
 	if string(reqs[0].Body) != string(reqs[1].Body) {
 		t.Errorf("the same request, different bytes:\n%s\n%s", reqs[0].Body, reqs[1].Body)
 	}
-	b := body(t, r)
+	b := pt.Body(t, r)
 	for k, want := range map[string]string{
 		"model":      `"claude-sonnet-4-5"`,
 		"max_tokens": `1000`,
@@ -180,7 +146,7 @@ func TestRequestOnTheWire(t *testing.T) {
 			`{"content":[{"content":[{"text":"18 C","type":"text"}],"is_error":false,"tool_use_id":"t1","type":"tool_result"},{"content":[{"text":"no such city","type":"text"}],"is_error":true,"tool_use_id":"t2","type":"tool_result"},` +
 			`{"text":"Your last reply could not be used.","type":"text"}],"role":"user"}]`,
 	} {
-		if got := compactJSON(b[k]); got != want {
+		if got := pt.CompactJSON(b[k]); got != want {
 			t.Errorf("%s = %s\nwant %s", k, got, want)
 		}
 	}
@@ -219,8 +185,8 @@ func TestFailures(t *testing.T) {
 			t.Setenv("STEPWISE_TEST_ANTHROPIC_KEY", "sk-ant-test")
 			srv := mt.New(t, c.first, ok)
 			p, s := newProvider(t, srv, Options{APIKeyEnv: "STEPWISE_TEST_ANTHROPIC_KEY"})
-			rec := &recorder{}
-			got, err := p.Complete(context.Background(), rec.request(ask("hi")))
+			rec := &pt.Recorder{}
+			got, err := p.Complete(context.Background(), rec.Request(ask("hi")))
 			if c.permanent {
 				if !errors.Is(err, shell.ErrModelPermanent) || !strings.Contains(err.Error(), c.reason) {
 					t.Fatalf("err = %v, want a permanent error containing %q", err, c.reason)
@@ -236,8 +202,8 @@ func TestFailures(t *testing.T) {
 			if err != nil || got.Text != "It is 18 C in Paris." {
 				t.Fatalf("Complete = %+v, %v; want the second attempt's reply", got, err)
 			}
-			if len(rec.retries) != 1 || !strings.Contains(rec.retries[0].Reason, c.reason) || rec.retries[0].Wait != c.wait {
-				t.Errorf("retries %+v, want one for %q after %v", rec.retries, c.reason, c.wait)
+			if len(rec.Retries) != 1 || !strings.Contains(rec.Retries[0].Reason, c.reason) || rec.Retries[0].Wait != c.wait {
+				t.Errorf("retries %+v, want one for %q after %v", rec.Retries, c.reason, c.wait)
 			}
 		})
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	mt "github.com/stepwise-agent/stepwise/internal/modeltest"
+	pt "github.com/stepwise-agent/stepwise/shell/models/internal/providertest"
 )
 
 // Content blocks as the Messages API returns them.
@@ -43,8 +44,8 @@ func stream(stop string, n int, blocks ...string) []mt.Event {
 		}
 		json.Unmarshal([]byte(raw), &b)
 		delta := func(typ, field, text string) {
-			for _, piece := range split(text, n) {
-				add("content_block_delta", fmt.Sprintf(`,"index":%d,"delta":{"type":%q,%q:%s}`, i, typ, field, jsonString(piece)))
+			for _, piece := range pt.Split(text, n) {
+				add("content_block_delta", fmt.Sprintf(`,"index":%d,"delta":{"type":%q,%q:%s}`, i, typ, field, pt.JSONString(piece)))
 			}
 		}
 		switch b.Type {
@@ -68,21 +69,4 @@ func stream(stop string, n int, blocks ...string) []mt.Event {
 	add("message_delta", `,"delta":{"stop_reason":"`+stop+`","stop_sequence":null},"usage":{"output_tokens":89,"output_tokens_details":{"thinking_tokens":40}}`)
 	add("message_stop", "")
 	return ev
-}
-
-func split(s string, n int) []string {
-	var out []string
-	for len(s) > n {
-		out = append(out, s[:n])
-		s = s[n:]
-	}
-	if s != "" {
-		out = append(out, s)
-	}
-	return out
-}
-
-func jsonString(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
 }

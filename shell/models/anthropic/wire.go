@@ -13,6 +13,7 @@ import (
 	"github.com/stepwise-agent/stepwise/core"
 	"github.com/stepwise-agent/stepwise/shell"
 	"github.com/stepwise-agent/stepwise/shell/models/internal/httpcall"
+	"github.com/stepwise-agent/stepwise/shell/models/internal/streamed"
 )
 
 // emptyText stands in for empty text, which the API refuses in a block.
@@ -236,12 +237,7 @@ func streamError(err error) error {
 		msg, typ := httpcall.ServerMessage([]byte(rest))
 		return typeError(typ, msg)
 	}
-	var syn *json.SyntaxError
-	var typ *json.UnmarshalTypeError
-	if errors.As(err, &syn) || errors.As(err, &typ) {
-		return httpcall.BadReplyf("an event of the stream is not JSON (%v)", err)
-	}
-	return fmt.Errorf("the stream broke off: %w", err)
+	return streamed.Broke(err, "an event of the stream is not JSON")
 }
 
 // typeError is an error event of the given type: overloaded, rate-limited
@@ -262,15 +258,5 @@ func typeError(typ, msg string) error {
 // checkMessage reports a 2xx body that is not a message: a proxy's error
 // page, a cut reply. It is retried like a 5xx.
 func checkMessage(body []byte) error {
-	var m struct {
-		Type    string          `json:"type"`
-		Content json.RawMessage `json:"content"`
-	}
-	if err := json.Unmarshal(body, &m); err != nil {
-		return fmt.Errorf("the reply is not a message (%v)%s", err, httpcall.Quoted(body))
-	}
-	if m.Type != "message" || !bytes.HasPrefix(bytes.TrimSpace(m.Content), []byte("[")) {
-		return fmt.Errorf("the reply is not a message with content%s", httpcall.Quoted(body))
-	}
-	return nil
+	return httpcall.CheckObject(body, "message", "type", "message", "content")
 }

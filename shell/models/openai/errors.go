@@ -1,31 +1,13 @@
 package openai
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"net/url"
 	"regexp"
 	"strings"
 
-	goopenai "github.com/sashabaranov/go-openai"
-
 	"github.com/stepwise-agent/stepwise/shell/models/internal/httpcall"
 )
-
-// explain turns what CreateChatCompletion returned into the error Complete
-// returns (see httpcall.Explain); a 404 names the model and endpoint and
-// suggests /v1 where the base URL has no version.
-func (p *Provider) explain(ctx context.Context, err error) error {
-	return httpcall.Explain(ctx, err, httpcall.Provider{
-		Who:    p,
-		KeyEnv: p.keyEnv,
-		NotFound: func(said string) error {
-			return permanentf("model %q or endpoint not found at %s (404)%s%s", p.model, p.baseURL, said, versionHint(p.baseURL))
-		},
-		Permanent: func(err error) bool { return errors.Is(err, goopenai.ErrChatCompletionInvalidModel) },
-	})
-}
 
 // versionSegment matches an API version in a URL path segment: v1, v1beta.
 var versionSegment = regexp.MustCompile(`^v\d+([a-z]+\d*)?$`)

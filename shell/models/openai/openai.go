@@ -4,11 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
-	"net/url"
-	"os"
 	"strings"
 	"time"
 
@@ -17,6 +14,7 @@ import (
 	"github.com/stepwise-agent/stepwise/core"
 	"github.com/stepwise-agent/stepwise/shell"
 	"github.com/stepwise-agent/stepwise/shell/models/internal/httpcall"
+	"github.com/stepwise-agent/stepwise/shell/models/internal/streamed"
 )
 
 // Defaults used where Options leaves a field at its zero value (the retry
@@ -81,12 +79,10 @@ type Options struct {
 // Provider is a shell.ModelProvider for one model at one OpenAI-compatible
 // endpoint. It is safe for concurrent use.
 type Provider struct {
+	base        *httpcall.Base
 	client      *goopenai.Client
-	http        *httpcall.Client
 	stream      bool
 	model       string
-	baseURL     string
-	keyEnv      string
 	temperature *float32
 	maxTokens   int
 	accepts     accepts
@@ -97,16 +93,24 @@ var _ shell.ModelProvider = (*Provider)(nil)
 // New checks opts, reads the API key from the named variable and returns a
 // Provider. A named variable that is unset or empty is an error.
 func New(opts Options) (*Provider, error) {
-	o, err := opts.withDefaults()
+	o, problems := opts.withDefaults()
+	acc, err := parseAccepts(o.Accepts)
 	if err != nil {
-		return nil, fmt.Errorf("openai: %w", err)
+		problems = append(problems, err.Error())
 	}
-	key := ""
-	if o.APIKeyEnv != "" {
-		key = os.Getenv(o.APIKeyEnv)
-		if key == "" {
-			return nil, fmt.Errorf("openai: the variable %s, named to hold the API key, is unset or empty", o.APIKeyEnv)
-		}
+	base, key, err := httpcall.Open(httpcall.Setup{
+		Name: Name, Model: o.Model, BaseURL: o.BaseURL, APIKeyEnv: o.APIKeyEnv,
+		Timeout: o.Timeout, Retry: o.Retry, MaxTokens: o.MaxTokens, Problems: problems, Check: checkCompletion,
+		HTTPClient: o.HTTPClient, Sleep: o.Sleep, Rand: o.Rand, Now: o.Now,
+		Explain: httpcall.Provider{
+			NotFound: func(said string) error {
+				return httpcall.Permanentf("model %q or endpoint not found at %s (404)%s%s", o.Model, o.BaseURL, said, versionHint(o.BaseURL))
+			},
+			Permanent: func(err error) bool { return errors.Is(err, goopenai.ErrChatCompletionInvalidModel) },
+		},
+	})
+	if err != nil {
+		return nil, err
 	}
 	var cfg goopenai.ClientConfig
 	if isAzure(o.BaseURL) {
@@ -117,39 +121,26 @@ func New(opts Options) (*Provider, error) {
 		cfg = goopenai.DefaultConfig(key)
 		cfg.BaseURL = o.BaseURL
 	}
-	acc, err := parseAccepts(o.Accepts)
-	if err != nil {
-		return nil, fmt.Errorf("openai: %w", err)
-	}
-	hc := httpcall.New(httpcall.Options{
-		HTTP: o.HTTPClient, Policy: o.Retry, Timeout: o.Timeout, Check: checkCompletion,
-		Sleep: o.Sleep, Rand: o.Rand, Now: o.Now,
-	})
 	// Audio parts are rewritten in the body go-openai writes (attachments.go).
-	cfg.HTTPClient = audioParts{hc}
+	cfg.HTTPClient = audioParts{base.HTTP}
 	return &Provider{
+		base:        base,
 		client:      goopenai.NewClientWithConfig(cfg),
-		http:        hc,
 		stream:      !o.NoStream,
 		model:       o.Model,
-		baseURL:     o.BaseURL,
-		keyEnv:      o.APIKeyEnv,
 		temperature: o.Temperature,
 		maxTokens:   o.MaxTokens,
 		accepts:     acc,
 	}, nil
 }
 
-func (o Options) withDefaults() (Options, error) {
+// withDefaults fills in the defaults, the older option names included, and
+// lists what is wrong with the options only this provider takes (Open
+// checks the rest).
+func (o Options) withDefaults() (Options, []string) {
 	var errs []string
-	if strings.TrimSpace(o.Model) == "" {
-		errs = append(errs, "model is empty")
-	}
 	if o.BaseURL == "" {
 		o.BaseURL = DefaultBaseURL
-	}
-	if u, err := url.Parse(o.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		errs = append(errs, fmt.Sprintf("base URL %q is not an http or https URL", o.BaseURL))
 	}
 	if o.MaxRetries < -1 {
 		errs = append(errs, "max retries is negative (use -1 for none)")
@@ -157,8 +148,8 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Retry.Attempts == 0 && o.MaxRetries != 0 {
 		o.Retry.Attempts = max(o.MaxRetries, 0) + 1
 	}
-	if o.Timeout < 0 || o.BackoffBase < 0 || o.MaxBackoff < 0 {
-		errs = append(errs, "timeout and backoffs must not be negative")
+	if o.BackoffBase < 0 || o.MaxBackoff < 0 {
+		errs = append(errs, "backoffs must not be negative")
 	}
 	if o.Timeout == 0 {
 		o.Timeout = DefaultTimeout
@@ -170,28 +161,19 @@ func (o Options) withDefaults() (Options, error) {
 		o.Retry.MaxBackoff = o.MaxBackoff
 	}
 	o.Retry = o.Retry.WithDefaults(shell.DefaultModelRetry)
-	if err := o.Retry.Validate(); err != nil {
-		errs = append(errs, "retry: "+strings.ReplaceAll(err.Error(), "\n", "; "))
-	}
-	if o.MaxTokens < 0 {
-		errs = append(errs, "max tokens is negative")
-	}
 	if o.APIVersion == "" {
 		o.APIVersion = DefaultAzureAPIVersion
 	}
 	if o.HTTPClient == nil {
 		o.HTTPClient = &http.Client{}
 	}
-	if len(errs) > 0 {
-		return o, errors.New(strings.Join(errs, "; "))
-	}
-	return o, nil
+	return o, errs
 }
 
 func isAzure(baseURL string) bool { return strings.Contains(baseURL, "openai.azure.com") }
 
 // String names the model and endpoint; it never shows the key.
-func (p *Provider) String() string { return fmt.Sprintf("openai model %q at %s", p.model, p.baseURL) }
+func (p *Provider) String() string { return p.base.Endpoint.String() }
 
 // Complete sends one chat-completion request, streamed unless NoStream,
 // retrying as the package doc describes, and returns the first choice.
@@ -200,20 +182,12 @@ func (p *Provider) Complete(ctx context.Context, req shell.ModelRequest) (core.M
 	if err != nil {
 		return core.ModelReply{}, err
 	}
-	var reply core.ModelReply
-	err = p.http.Call(ctx, req.OnRetry, func(ctx context.Context) error {
-		var err error
+	return p.base.Complete(ctx, req.OnRetry, func(ctx context.Context) (core.ModelReply, error) {
 		if p.stream {
-			reply, err = p.streamed(ctx, creq, req.OnDelta)
-		} else {
-			reply, err = p.whole(ctx, creq)
+			return p.streamed(ctx, creq, req.OnDelta)
 		}
-		return err
+		return p.whole(ctx, creq)
 	})
-	if err != nil {
-		return core.ModelReply{}, p.explain(ctx, err)
-	}
-	return reply, nil
 }
 
 // whole makes one attempt without streaming.
@@ -242,7 +216,7 @@ func (p *Provider) streamed(ctx context.Context, creq goopenai.ChatCompletionReq
 		}
 		return reply(resp), nil
 	}
-	var acc accumulator
+	acc := accumulator{deltas: streamed.NewDeltas(onDelta)}
 	for {
 		chunk, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
@@ -251,6 +225,6 @@ func (p *Provider) streamed(ctx context.Context, creq goopenai.ChatCompletionReq
 		if err != nil {
 			return core.ModelReply{}, streamError(err)
 		}
-		acc.add(chunk, onDelta)
+		acc.add(chunk)
 	}
 }

@@ -450,9 +450,9 @@ func TestRetryPolicyFromOptions(t *testing.T) {
 			shell.RetryPolicy{Attempts: 6, Backoff: time.Second, MaxBackoff: 20 * time.Second, MaxElapsed: 3 * time.Minute, Jitter: -1}},
 	} {
 		c.opts.Model = "m"
-		o, err := c.opts.withDefaults()
-		if err != nil || o.Retry != c.want {
-			t.Errorf("%s: policy = %+v, %v; want %+v", c.name, o.Retry, err, c.want)
+		o, errs := c.opts.withDefaults()
+		if len(errs) > 0 || o.Retry != c.want {
+			t.Errorf("%s: policy = %+v, %v; want %+v", c.name, o.Retry, errs, c.want)
 		}
 	}
 }

@@ -9,8 +9,8 @@ import (
 	goopenai "github.com/sashabaranov/go-openai"
 
 	"github.com/stepwise-agent/stepwise/core"
-	"github.com/stepwise-agent/stepwise/shell"
 	"github.com/stepwise-agent/stepwise/shell/models/internal/httpcall"
+	"github.com/stepwise-agent/stepwise/shell/models/internal/streamed"
 )
 
 // accumulator assembles a streamed chat completion into the reply the same
@@ -23,6 +23,7 @@ type accumulator struct {
 	legacy        *goopenai.FunctionCall
 	finish        string
 	usage         core.Usage
+	deltas        *streamed.Deltas
 }
 
 type streamCall struct {
@@ -33,7 +34,7 @@ type streamCall struct {
 	reported bool
 }
 
-func (a *accumulator) add(chunk goopenai.ChatCompletionStreamResponse, onDelta func(shell.ModelDelta)) {
+func (a *accumulator) add(chunk goopenai.ChatCompletionStreamResponse) {
 	if chunk.Usage != nil {
 		a.usage = usage(chunk.Usage)
 	}
@@ -44,15 +45,13 @@ func (a *accumulator) add(chunk goopenai.ChatCompletionStreamResponse, onDelta f
 		d := ch.Delta
 		if d.Content != "" {
 			a.text.WriteString(d.Content)
-			tell(onDelta, shell.ModelDelta{Kind: shell.DeltaText, Text: d.Content})
+			a.deltas.Text(d.Content)
 		}
 		if d.Refusal != "" {
 			a.refusal.WriteString(d.Refusal)
-			tell(onDelta, shell.ModelDelta{Kind: shell.DeltaText, Text: d.Refusal})
+			a.deltas.Text(d.Refusal)
 		}
-		if d.ReasoningContent != "" {
-			tell(onDelta, shell.ModelDelta{Kind: shell.DeltaReasoning, Text: d.ReasoningContent})
-		}
+		a.deltas.Reasoning(d.ReasoningContent)
 		for k, tc := range d.ToolCalls {
 			idx := k
 			if tc.Index != nil {
@@ -72,7 +71,7 @@ func (a *accumulator) add(chunk goopenai.ChatCompletionStreamResponse, onDelta f
 				if !c.reported && c.name != "" {
 					name, c.reported = c.name, true
 				}
-				tell(onDelta, shell.ModelDelta{Kind: shell.DeltaCall, Call: c.index, Name: name, Text: tc.Function.Arguments})
+				a.deltas.Call(c.index, name, tc.Function.Arguments)
 			}
 		}
 		if fc := d.FunctionCall; fc != nil {
@@ -129,12 +128,6 @@ func (a *accumulator) reply() (core.ModelReply, error) {
 	return r, nil
 }
 
-func tell(onDelta func(shell.ModelDelta), d shell.ModelDelta) {
-	if onDelta != nil {
-		onDelta(d)
-	}
-}
-
 // streamError is what a failed read of the stream means: an error the
 // server sent in the stream or a chunk that is not JSON (the reply is
 // unusable: retried), or the connection breaking off (retried too).
@@ -143,12 +136,7 @@ func streamError(err error) error {
 	if errors.As(err, &apiErr) {
 		return httpcall.BadReplyf("the server sent an error in the stream: %s", apiErr.Message)
 	}
-	var syn *json.SyntaxError
-	var typ *json.UnmarshalTypeError
-	if errors.As(err, &syn) || errors.As(err, &typ) {
-		return httpcall.BadReplyf("a chunk of the stream is not a chat completion chunk (%v)", err)
-	}
-	return fmt.Errorf("the stream broke off: %w", err)
+	return streamed.Broke(err, "a chunk of the stream is not a chat completion chunk")
 }
 
 // checkCompletion reports a 2xx body that is not a chat completion with a

@@ -13,6 +13,7 @@ import (
 	"github.com/stepwise-agent/stepwise/core"
 	mt "github.com/stepwise-agent/stepwise/internal/modeltest"
 	"github.com/stepwise-agent/stepwise/shell"
+	pt "github.com/stepwise-agent/stepwise/shell/models/internal/providertest"
 )
 
 // Chunks as OpenAI streams them: data-only events, the first with the
@@ -76,28 +77,6 @@ func streamProvider(t *testing.T, srv *mt.Server, opts Options) (*Provider, *mt.
 	return p, s
 }
 
-// recorder collects what a provider reports during a call.
-type recorder struct {
-	deltas  []shell.ModelDelta
-	retries []shell.ModelRetry
-}
-
-func (r *recorder) request(req shell.ModelRequest) shell.ModelRequest {
-	req.OnDelta = func(d shell.ModelDelta) { r.deltas = append(r.deltas, d) }
-	req.OnRetry = func(rt shell.ModelRetry) { r.retries = append(r.retries, rt) }
-	return req
-}
-
-func (r *recorder) text() string {
-	var b strings.Builder
-	for _, d := range r.deltas {
-		if d.Kind == shell.DeltaText {
-			b.WriteString(d.Text)
-		}
-	}
-	return b.String()
-}
-
 func weatherTools() []core.Tool {
 	return []core.Tool{
 		{Name: "get_weather", Parameters: json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}}}`)},
@@ -120,11 +99,11 @@ func TestStreamedReplyIsTheUnstreamedReply(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			srv := mt.New(t, mt.Reply{Events: c.stream}, mt.Reply{Body: c.whole})
-			rec := &recorder{}
+			rec := &pt.Recorder{}
 			req := ask("hi")
 			req.Tools = weatherTools()
 			p, _ := streamProvider(t, srv, Options{})
-			streamed, err := p.Complete(context.Background(), rec.request(req))
+			streamed, err := p.Complete(context.Background(), rec.Request(req))
 			if err != nil {
 				t.Fatalf("streamed: %v", err)
 			}
@@ -140,21 +119,21 @@ func TestStreamedReplyIsTheUnstreamedReply(t *testing.T) {
 			if !strings.Contains(string(reqs[0].Body), `"stream":true`) || strings.Contains(string(reqs[1].Body), `"stream":true`) {
 				t.Errorf("requests: %s\n%s", reqs[0].Body, reqs[1].Body)
 			}
-			if got := rec.text(); got != streamed.Text {
+			if got := rec.Spelled(shell.DeltaText); got != streamed.Text {
 				t.Errorf("deltas spell %q, the reply is %q", got, streamed.Text)
 			}
 			if c.name == "text" {
 				if want := (core.Usage{PromptTokens: 21, CompletionTokens: 8, CachedTokens: 5, ReasoningTokens: 2}); streamed.Usage != want {
 					t.Errorf("usage = %+v, want %+v", streamed.Usage, want)
 				}
-				if len(rec.deltas) != 3 {
-					t.Errorf("deltas = %+v, want the 3 pieces", rec.deltas)
+				if len(rec.Deltas) != 3 {
+					t.Errorf("deltas = %+v, want the 3 pieces", rec.Deltas)
 				}
 				return
 			}
 			var args [2]string
 			var names []string
-			for _, d := range rec.deltas {
+			for _, d := range rec.Deltas {
 				if d.Kind == shell.DeltaCall {
 					args[d.Call] += d.Text
 					if d.Name != "" {
@@ -189,26 +168,26 @@ func TestStreamFailuresAreRetried(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			srv := mt.New(t, c.first, mt.Reply{Events: textStream})
 			p, s := streamProvider(t, srv, Options{})
-			rec := &recorder{}
-			got, err := p.Complete(context.Background(), rec.request(ask("hi")))
+			rec := &pt.Recorder{}
+			got, err := p.Complete(context.Background(), rec.Request(ask("hi")))
 			if err != nil {
 				t.Fatalf("Complete: %v", err)
 			}
 			if got.Text != "Paris is the capital of France." {
 				t.Errorf("reply %q, want the second attempt's", got.Text)
 			}
-			if len(rec.retries) != 1 || rec.retries[0].Attempt != 1 || !strings.Contains(rec.retries[0].Reason, c.reason) {
-				t.Fatalf("retries = %+v, want one naming %q", rec.retries, c.reason)
+			if len(rec.Retries) != 1 || rec.Retries[0].Attempt != 1 || !strings.Contains(rec.Retries[0].Reason, c.reason) {
+				t.Fatalf("retries = %+v, want one naming %q", rec.Retries, c.reason)
 			}
-			if w := s.Waits(); len(w) != 1 || w[0] != rec.retries[0].Wait || w[0] != 500*time.Millisecond {
-				t.Errorf("waits %v, retry reported %v", w, rec.retries[0].Wait)
+			if w := s.Waits(); len(w) != 1 || w[0] != rec.Retries[0].Wait || w[0] != 500*time.Millisecond {
+				t.Errorf("waits %v, retry reported %v", w, rec.Retries[0].Wait)
 			}
 			if len(srv.Requests()) != 2 {
 				t.Errorf("%d requests, want 2", len(srv.Requests()))
 			}
 			// OnDelta saw the failed attempt's pieces, then the retry, then
 			// the whole second reply.
-			if got := rec.text(); got != "Lyon is the capParis is the capital of France." {
+			if got := rec.Spelled(shell.DeltaText); got != "Lyon is the capParis is the capital of France." {
 				t.Errorf("deltas spell %q", got)
 			}
 		})
@@ -221,15 +200,15 @@ func TestStreamFailuresAreRetried(t *testing.T) {
 func TestStreamStatusErrors(t *testing.T) {
 	srv := mt.New(t, mt.Reply{Status: 429, Body: rateLimitError, Header: map[string]string{"Retry-After": "7"}}, mt.Reply{Events: textStream})
 	p, s := streamProvider(t, srv, Options{})
-	rec := &recorder{}
-	if _, err := p.Complete(context.Background(), rec.request(ask("hi"))); err != nil {
+	rec := &pt.Recorder{}
+	if _, err := p.Complete(context.Background(), rec.Request(ask("hi"))); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
 	if w := s.Waits(); !reflect.DeepEqual(w, []time.Duration{7700 * time.Millisecond}) {
 		t.Errorf("waits %v, want [7.7s]", w)
 	}
-	if len(rec.retries) != 1 || !strings.HasPrefix(rec.retries[0].Reason, "status 429 Too Many Requests: Rate limit reached") {
-		t.Errorf("retries %+v", rec.retries)
+	if len(rec.Retries) != 1 || !strings.HasPrefix(rec.Retries[0].Reason, "status 429 Too Many Requests: Rate limit reached") {
+		t.Errorf("retries %+v", rec.Retries)
 	}
 
 	srv = mt.New(t, mt.Reply{Status: 401, Body: badKeyError})
@@ -258,12 +237,12 @@ func TestStreamIdleTimeout(t *testing.T) {
 	}}
 	srv := mt.New(t, stalled, mt.Reply{Events: textStream})
 	p, _ := streamProvider(t, srv, Options{Timeout: 100 * time.Millisecond})
-	rec := &recorder{}
-	got, err := p.Complete(context.Background(), rec.request(ask("hi")))
+	rec := &pt.Recorder{}
+	got, err := p.Complete(context.Background(), rec.Request(ask("hi")))
 	if err != nil || got.Text != "Paris is the capital of France." {
 		t.Fatalf("Complete = %+v, %v", got, err)
 	}
-	if len(rec.retries) != 1 || !strings.Contains(rec.retries[0].Reason, "received nothing for 100ms (the per-attempt timeout)") {
-		t.Errorf("retries %+v", rec.retries)
+	if len(rec.Retries) != 1 || !strings.Contains(rec.Retries[0].Reason, "received nothing for 100ms (the per-attempt timeout)") {
+		t.Errorf("retries %+v", rec.Retries)
 	}
 }

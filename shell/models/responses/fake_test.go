@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	mt "github.com/stepwise-agent/stepwise/internal/modeltest"
+	pt "github.com/stepwise-agent/stepwise/shell/models/internal/providertest"
 )
 
 // Output items as the Responses API returns them.
@@ -47,20 +48,20 @@ func stream(final string, n int, items ...string) []mt.Event {
 		json.Unmarshal([]byte(item), &head)
 		added := item
 		if head.Type == "function_call" {
-			added = strings.Replace(item, `"arguments":`+jsonString(head.Arguments), `"arguments":""`, 1)
+			added = strings.Replace(item, `"arguments":`+pt.JSONString(head.Arguments), `"arguments":""`, 1)
 		}
 		add("response.output_item.added", fmt.Sprintf(`"output_index":%d,"item":%s`, i, added))
-		for _, piece := range split(head.Arguments, n) {
-			add("response.function_call_arguments.delta", fmt.Sprintf(`"item_id":%q,"output_index":%d,"delta":%s`, head.ID, i, jsonString(piece)))
+		for _, piece := range pt.Split(head.Arguments, n) {
+			add("response.function_call_arguments.delta", fmt.Sprintf(`"item_id":%q,"output_index":%d,"delta":%s`, head.ID, i, pt.JSONString(piece)))
 		}
 		for k, s := range head.Summary {
-			for _, piece := range split(s.Text, n) {
-				add("response.reasoning_summary_text.delta", fmt.Sprintf(`"item_id":%q,"output_index":%d,"summary_index":%d,"delta":%s`, head.ID, i, k, jsonString(piece)))
+			for _, piece := range pt.Split(s.Text, n) {
+				add("response.reasoning_summary_text.delta", fmt.Sprintf(`"item_id":%q,"output_index":%d,"summary_index":%d,"delta":%s`, head.ID, i, k, pt.JSONString(piece)))
 			}
 		}
 		for k, c := range head.Content {
-			for _, piece := range split(c.Text, n) {
-				add("response.output_text.delta", fmt.Sprintf(`"item_id":%q,"output_index":%d,"content_index":%d,"delta":%s,"logprobs":[]`, head.ID, i, k, jsonString(piece)))
+			for _, piece := range pt.Split(c.Text, n) {
+				add("response.output_text.delta", fmt.Sprintf(`"item_id":%q,"output_index":%d,"content_index":%d,"delta":%s,"logprobs":[]`, head.ID, i, k, pt.JSONString(piece)))
 			}
 		}
 		add("response.output_item.done", fmt.Sprintf(`"output_index":%d,"item":%s`, i, item))
@@ -68,21 +69,4 @@ func stream(final string, n int, items ...string) []mt.Event {
 	status := strings.TrimPrefix(final, "response.")
 	add(final, `"response":`+response(status, usage, items...))
 	return ev
-}
-
-func split(s string, n int) []string {
-	var out []string
-	for len(s) > n {
-		out = append(out, s[:n])
-		s = s[n:]
-	}
-	if s != "" {
-		out = append(out, s)
-	}
-	return out
-}
-
-func jsonString(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
 }

@@ -2,13 +2,9 @@ package responses
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
-	"os"
-	"strings"
+	"slices"
 	"time"
 
 	"github.com/openai/openai-go/v3/option"
@@ -17,6 +13,7 @@ import (
 	"github.com/stepwise-agent/stepwise/core"
 	"github.com/stepwise-agent/stepwise/shell"
 	"github.com/stepwise-agent/stepwise/shell/models/internal/httpcall"
+	"github.com/stepwise-agent/stepwise/shell/models/internal/streamed"
 )
 
 // Name is the provider's name, in agent files and in the opaque data it
@@ -66,10 +63,9 @@ type Options struct {
 // Provider is a shell.ModelProvider for one model of the Responses API. It
 // is safe for concurrent use.
 type Provider struct {
-	svc    oresp.ResponseService
-	http   *httpcall.Client
-	o      Options
-	keyEnv string
+	base *httpcall.Base
+	svc  oresp.ResponseService
+	o    Options
 }
 
 var _ shell.ModelProvider = (*Provider)(nil)
@@ -77,70 +73,36 @@ var _ shell.ModelProvider = (*Provider)(nil)
 // New checks opts, reads the API key from the named variable and returns a
 // Provider. A named variable that is unset or empty is an error.
 func New(opts Options) (*Provider, error) {
-	o, err := opts.withDefaults()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", Name, err)
+	o := opts
+	var problems []string
+	if !slices.Contains(efforts, o.ReasoningEffort) {
+		problems = append(problems, fmt.Sprintf("reasoning effort %q is not one of minimal, low, medium, high", o.ReasoningEffort))
 	}
-	hc := httpcall.New(httpcall.Options{
-		HTTP: o.HTTPClient, Policy: o.Retry, Timeout: o.Timeout, Check: checkResponse,
-		Sleep: o.Sleep, Rand: o.Rand, Now: o.Now,
+	if !slices.Contains(summaries, o.ReasoningSummary) {
+		problems = append(problems, fmt.Sprintf("reasoning summary %q is not one of auto, concise, detailed", o.ReasoningSummary))
+	}
+	base, key, err := httpcall.Open(httpcall.Setup{
+		Name: Name, Model: o.Model, BaseURL: o.BaseURL, DefaultBaseURL: DefaultBaseURL, APIKeyEnv: o.APIKeyEnv,
+		Timeout: o.Timeout, Retry: o.Retry, MaxTokens: o.MaxTokens, Problems: problems, Check: checkResponse,
+		HTTPClient: o.HTTPClient, Sleep: o.Sleep, Rand: o.Rand, Now: o.Now,
 	})
-	reqOpts := []option.RequestOption{
-		option.WithBaseURL(o.BaseURL), option.WithHTTPClient(hc), option.WithMaxRetries(0),
+	if err != nil {
+		return nil, err
 	}
-	if o.APIKeyEnv != "" {
-		key := os.Getenv(o.APIKeyEnv)
-		if key == "" {
-			return nil, fmt.Errorf("%s: the variable %s, named to hold the API key, is unset or empty", Name, o.APIKeyEnv)
-		}
+	o.BaseURL, o.Retry = base.Endpoint.BaseURL, base.Retry
+	reqOpts := []option.RequestOption{
+		option.WithBaseURL(o.BaseURL), option.WithHTTPClient(base.HTTP), option.WithMaxRetries(0),
+	}
+	if key != "" {
 		reqOpts = append(reqOpts, option.WithAPIKey(key))
 	}
 	// The service alone, not openai.NewClient: that would read OPENAI_*
 	// variables into every request.
-	return &Provider{svc: oresp.NewResponseService(reqOpts...), http: hc, o: o, keyEnv: o.APIKeyEnv}, nil
-}
-
-func (o Options) withDefaults() (Options, error) {
-	var errs []string
-	if strings.TrimSpace(o.Model) == "" {
-		errs = append(errs, "model is empty")
-	}
-	if o.BaseURL == "" {
-		o.BaseURL = DefaultBaseURL
-	}
-	if u, err := url.Parse(o.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		errs = append(errs, fmt.Sprintf("base URL %q is not an http or https URL", o.BaseURL))
-	}
-	if o.Timeout < 0 {
-		errs = append(errs, "timeout is negative")
-	}
-	o.Retry = o.Retry.WithDefaults(shell.DefaultModelRetry)
-	if err := o.Retry.Validate(); err != nil {
-		errs = append(errs, "retry: "+strings.ReplaceAll(err.Error(), "\n", "; "))
-	}
-	if o.MaxTokens < 0 {
-		errs = append(errs, "max tokens is negative")
-	}
-	switch o.ReasoningEffort {
-	case "", "minimal", "low", "medium", "high":
-	default:
-		errs = append(errs, fmt.Sprintf("reasoning effort %q is not one of minimal, low, medium, high", o.ReasoningEffort))
-	}
-	switch o.ReasoningSummary {
-	case "", "auto", "concise", "detailed":
-	default:
-		errs = append(errs, fmt.Sprintf("reasoning summary %q is not one of auto, concise, detailed", o.ReasoningSummary))
-	}
-	if len(errs) > 0 {
-		return o, errors.New(strings.Join(errs, "; "))
-	}
-	return o, nil
+	return &Provider{base: base, svc: oresp.NewResponseService(reqOpts...), o: o}, nil
 }
 
 // String names the model and endpoint; it never shows the key.
-func (p *Provider) String() string {
-	return fmt.Sprintf("%s model %q at %s", Name, p.o.Model, p.o.BaseURL)
-}
+func (p *Provider) String() string { return p.base.Endpoint.String() }
 
 // Complete sends one request, streamed unless NoStream, retrying as the
 // package doc says.
@@ -149,8 +111,7 @@ func (p *Provider) Complete(ctx context.Context, req shell.ModelRequest) (core.M
 	if err != nil {
 		return core.ModelReply{}, err
 	}
-	var reply core.ModelReply
-	err = p.http.Call(ctx, req.OnRetry, func(ctx context.Context) error {
+	return p.base.Complete(ctx, req.OnRetry, func(ctx context.Context) (core.ModelReply, error) {
 		var resp *oresp.Response
 		var err error
 		if p.o.NoStream {
@@ -159,64 +120,40 @@ func (p *Provider) Complete(ctx context.Context, req shell.ModelRequest) (core.M
 			resp, err = p.streamed(ctx, params, req.OnDelta)
 		}
 		if err != nil {
-			return err
+			return core.ModelReply{}, err
 		}
-		reply, err = replyOf(resp)
-		return err
+		return replyOf(resp)
 	})
-	if err != nil {
-		return core.ModelReply{}, p.explain(ctx, err)
-	}
-	return reply, nil
 }
 
 // streamed makes one streamed attempt and returns the final response.
 func (p *Provider) streamed(ctx context.Context, params oresp.ResponseNewParams, onDelta func(shell.ModelDelta)) (*oresp.Response, error) {
-	stream := p.svc.NewStreaming(ctx, params)
-	defer stream.Close()
-	if body := httpcall.Plain(ctx); body != nil {
-		var resp oresp.Response
-		if err := json.Unmarshal(body, &resp); err != nil {
-			return nil, httpcall.BadReplyf("the reply is not a response (%v)", err)
-		}
-		return &resp, nil
-	}
-	calls := map[int64]int{} // output index -> call number
-	started := false
-	for stream.Next() {
-		started = true
-		ev := stream.Current()
-		switch ev.Type {
-		case "response.output_text.delta", "response.refusal.delta":
-			tell(onDelta, shell.ModelDelta{Kind: shell.DeltaText, Text: ev.Delta})
-		case "response.reasoning_summary_text.delta", "response.reasoning_text.delta":
-			tell(onDelta, shell.ModelDelta{Kind: shell.DeltaReasoning, Text: ev.Delta})
-		case "response.output_item.added":
-			if ev.Item.Type == "function_call" {
-				n := len(calls)
-				calls[ev.OutputIndex] = n
-				tell(onDelta, shell.ModelDelta{Kind: shell.DeltaCall, Call: n, Name: ev.Item.Name})
+	deltas := streamed.NewDeltas(onDelta)
+	return streamed.Read(ctx, p.svc.NewStreaming(ctx, params), streamed.Reader[oresp.ResponseStreamEventUnion, oresp.Response]{
+		Noun: "response",
+		Event: func(ev oresp.ResponseStreamEventUnion) (*oresp.Response, error) {
+			switch ev.Type {
+			case "response.output_text.delta", "response.refusal.delta":
+				deltas.Text(ev.Delta)
+			case "response.reasoning_summary_text.delta", "response.reasoning_text.delta":
+				deltas.Reasoning(ev.Delta)
+			case "response.output_item.added":
+				if ev.Item.Type == "function_call" {
+					deltas.CallStart(ev.OutputIndex, ev.Item.Name)
+				}
+			case "response.function_call_arguments.delta":
+				deltas.CallArgs(ev.OutputIndex, ev.Delta)
+			case "response.completed", "response.incomplete", "response.failed":
+				resp := ev.Response
+				return &resp, nil
+			case "error":
+				return nil, codeError(ev.Code, ev.Message)
 			}
-		case "response.function_call_arguments.delta":
-			tell(onDelta, shell.ModelDelta{Kind: shell.DeltaCall, Call: calls[ev.OutputIndex], Text: ev.Delta})
-		case "response.completed", "response.incomplete", "response.failed":
-			resp := ev.Response
-			return &resp, nil
-		case "error":
-			return nil, codeError(ev.Code, ev.Message)
-		}
-	}
-	if err := stream.Err(); err != nil {
-		if !started {
-			return nil, err // the request failed: Do said why
-		}
-		return nil, streamError(err)
-	}
-	return nil, httpcall.BadReplyf("the stream ended before the response was complete")
-}
-
-func tell(onDelta func(shell.ModelDelta), d shell.ModelDelta) {
-	if onDelta != nil && (d.Text != "" || d.Name != "") {
-		onDelta(d)
-	}
+			return nil, nil
+		},
+		End: func() (*oresp.Response, error) {
+			return nil, httpcall.BadReplyf("the stream ended before the response was complete")
+		},
+		Broke: streamError,
+	})
 }

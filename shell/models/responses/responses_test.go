@@ -12,6 +12,7 @@ import (
 	"github.com/stepwise-agent/stepwise/core"
 	mt "github.com/stepwise-agent/stepwise/internal/modeltest"
 	"github.com/stepwise-agent/stepwise/shell"
+	pt "github.com/stepwise-agent/stepwise/shell/models/internal/providertest"
 )
 
 func newProvider(t *testing.T, srv *mt.Server, opts Options) (*Provider, *mt.Sleeps) {
@@ -38,37 +39,6 @@ func ask(text string) shell.ModelRequest {
 	}
 }
 
-type recorder struct {
-	deltas  []shell.ModelDelta
-	retries []shell.ModelRetry
-}
-
-func (r *recorder) request(req shell.ModelRequest) shell.ModelRequest {
-	req.OnDelta = func(d shell.ModelDelta) { r.deltas = append(r.deltas, d) }
-	req.OnRetry = func(rt shell.ModelRetry) { r.retries = append(r.retries, rt) }
-	return req
-}
-
-func (r *recorder) spelled(kind shell.DeltaKind) string {
-	var b strings.Builder
-	for _, d := range r.deltas {
-		if d.Kind == kind {
-			b.WriteString(d.Text)
-		}
-	}
-	return b.String()
-}
-
-// body decodes a recorded request.
-func body(t *testing.T, r mt.Request) map[string]any {
-	t.Helper()
-	var m map[string]any
-	if err := json.Unmarshal(r.Body, &m); err != nil {
-		t.Fatalf("the request is not JSON: %v\n%s", err, r.Body)
-	}
-	return m
-}
-
 // TestReasoningGoesBackToTheModel: a streamed reply with reasoning and a
 // call keeps its output items as opaque data; the next request sends them
 // back verbatim (the encrypted reasoning included), in order, followed by
@@ -80,8 +50,8 @@ func TestReasoningGoesBackToTheModel(t *testing.T) {
 		mt.Reply{Events: stream("response.completed", 5, textItem)},
 	)
 	p, _ := newProvider(t, srv, Options{ReasoningEffort: "medium"})
-	rec := &recorder{}
-	got, err := p.Complete(context.Background(), rec.request(ask("Weather in Paris?")))
+	rec := &pt.Recorder{}
+	got, err := p.Complete(context.Background(), rec.Request(ask("Weather in Paris?")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,18 +64,18 @@ func TestReasoningGoesBackToTheModel(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("reply %+v\nwant  %+v\nopaque %s", got, want, got.Opaque.Data)
 	}
-	if s := rec.spelled(shell.DeltaCall); s != `{"city":"Paris"}` {
+	if s := rec.Spelled(shell.DeltaCall); s != `{"city":"Paris"}` {
 		t.Errorf("call deltas spell %q", s)
 	}
-	if s := rec.spelled(shell.DeltaReasoning); s != "The user wants the weather; call the tool." {
+	if s := rec.Spelled(shell.DeltaReasoning); s != "The user wants the weather; call the tool." {
 		t.Errorf("reasoning deltas spell %q", s)
 	}
 	named := false
-	for _, d := range rec.deltas {
+	for _, d := range rec.Deltas {
 		named = named || (d.Kind == shell.DeltaCall && d.Call == 0 && d.Name == "get_weather")
 	}
 	if !named {
-		t.Errorf("no delta names the call: %+v", rec.deltas)
+		t.Errorf("no delta names the call: %+v", rec.Deltas)
 	}
 
 	q, _ := newProvider(t, srv, Options{ReasoningEffort: "medium", NoStream: true})
@@ -129,7 +99,7 @@ func TestReasoningGoesBackToTheModel(t *testing.T) {
 		t.Fatalf("final = %+v, %v", final, err)
 	}
 	reqs := srv.Requests()
-	in := body(t, reqs[2])["input"].([]any)
+	in := pt.Body(t, reqs[2])["input"].([]any)
 	var types []string
 	for _, item := range in {
 		typ, _ := item.(map[string]any)["type"].(string)
@@ -166,7 +136,7 @@ func TestRequestOnTheWire(t *testing.T) {
 	if r.Method != "POST" || r.Path != "/v1/responses" {
 		t.Errorf("%s %s", r.Method, r.Path)
 	}
-	b := body(t, r)
+	b := pt.Body(t, r)
 	for k, v := range map[string]any{"model": "o4-mini", "instructions": "You are terse.", "store": false, "stream": true, "temperature": 0.20000000298023224, "max_output_tokens": 300.0} {
 		if !reflect.DeepEqual(b[k], v) {
 			t.Errorf("%s = %v, want %v", k, b[k], v)
@@ -218,8 +188,8 @@ func TestFailures(t *testing.T) {
 			t.Setenv("STEPWISE_TEST_RESPONSES_KEY", "sk-test-responses")
 			srv := mt.New(t, c.first, ok)
 			p, s := newProvider(t, srv, Options{APIKeyEnv: "STEPWISE_TEST_RESPONSES_KEY"})
-			rec := &recorder{}
-			got, err := p.Complete(context.Background(), rec.request(ask("hi")))
+			rec := &pt.Recorder{}
+			got, err := p.Complete(context.Background(), rec.Request(ask("hi")))
 			if c.permanent {
 				if !errors.Is(err, shell.ErrModelPermanent) || !strings.Contains(err.Error(), c.reason) {
 					t.Fatalf("err = %v, want a permanent error containing %q", err, c.reason)
@@ -232,8 +202,8 @@ func TestFailures(t *testing.T) {
 			if err != nil || got.Text != "It is 18 C in Paris." {
 				t.Fatalf("Complete = %+v, %v; want the second attempt's reply", got, err)
 			}
-			if len(rec.retries) != 1 || !strings.Contains(rec.retries[0].Reason, c.reason) || rec.retries[0].Wait != c.wait {
-				t.Errorf("retries %+v, want one for %q after %v", rec.retries, c.reason, c.wait)
+			if len(rec.Retries) != 1 || !strings.Contains(rec.Retries[0].Reason, c.reason) || rec.Retries[0].Wait != c.wait {
+				t.Errorf("retries %+v, want one for %q after %v", rec.Retries, c.reason, c.wait)
 			}
 			if r := srv.Requests()[0]; r.Header.Get("Authorization") != "Bearer sk-test-responses" {
 				t.Errorf("Authorization = %q", r.Header.Get("Authorization"))

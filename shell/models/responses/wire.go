@@ -3,7 +3,6 @@ package responses
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/stepwise-agent/stepwise/core"
 	"github.com/stepwise-agent/stepwise/shell"
 	"github.com/stepwise-agent/stepwise/shell/models/internal/httpcall"
+	"github.com/stepwise-agent/stepwise/shell/models/internal/streamed"
 )
 
 // params maps a ModelRequest onto the wire. Its errors are permanent: the
@@ -211,25 +211,14 @@ func codeError(code, msg string) error {
 // streamError is a failed read of the stream: a malformed event or an
 // error object in it (retried like a 5xx), or the connection breaking off.
 func streamError(err error) error {
-	var syn *json.SyntaxError
-	if strings.Contains(err.Error(), "received error while streaming") || errors.As(err, &syn) {
+	if strings.Contains(err.Error(), "received error while streaming") {
 		return httpcall.BadReplyf("the stream is not a response stream (%v)", err)
 	}
-	return fmt.Errorf("the stream broke off: %w", err)
+	return streamed.Broke(err, "the stream is not a response stream")
 }
 
 // checkResponse reports a 2xx body that is not a response: a proxy's
 // error page, a cut reply. It is retried like a 5xx.
 func checkResponse(body []byte) error {
-	var r struct {
-		Object string          `json:"object"`
-		Output json.RawMessage `json:"output"`
-	}
-	if err := json.Unmarshal(body, &r); err != nil {
-		return fmt.Errorf("the reply is not a response (%v)%s", err, httpcall.Quoted(body))
-	}
-	if r.Object != "response" || !bytes.HasPrefix(bytes.TrimSpace(r.Output), []byte("[")) {
-		return fmt.Errorf("the reply is not a response with output%s", httpcall.Quoted(body))
-	}
-	return nil
+	return httpcall.CheckObject(body, "response", "object", "response", "output")
 }

@@ -3,6 +3,13 @@
 // are given, with their own retries turned off), and Client.Call retries
 // whole attempts as a shell.RetryPolicy says.
 //
+// It also holds what every HTTP provider's New and Complete share: Open
+// checks the options they all take, reads the API key from the variable
+// named (nothing else of the environment) and makes the client; the Base
+// it returns names the endpoint in messages and runs one request
+// (Base.Complete: Call, then Explain). CheckObject vets a whole reply's
+// shape for Options.Check.
+//
 // An attempt is everything from sending the request to the end of the
 // reply, so a stream that breaks off half way is retried like a refused
 // connection. Contract:
