@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -159,8 +160,12 @@ const (
 	defaultMaxStateBytes   = 8 << 20
 )
 
-// DefaultStuckPhrases mark a primary reply as stuck (matched case-insensitively).
-var DefaultStuckPhrases = []string{
+// DefaultStuckPhrases returns the phrases that mark a primary reply as
+// stuck (matched case-insensitively) when Config.StuckPhrases is empty: a
+// new slice each time, so that no package can change them for another.
+func DefaultStuckPhrases() []string { return slices.Clone(defaultStuckPhrases) }
+
+var defaultStuckPhrases = []string{
 	"i'm stuck",
 	"i am stuck",
 	"i don't know how to proceed",
@@ -319,7 +324,7 @@ func (c Config) stuckPhrases() []string {
 	if len(c.StuckPhrases) > 0 {
 		return c.StuckPhrases
 	}
-	return DefaultStuckPhrases
+	return defaultStuckPhrases
 }
 
 // tools is the agent's tool list including enabled built-ins, in a fixed order.
