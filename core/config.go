@@ -8,10 +8,12 @@ import (
 	"strings"
 )
 
-// Format names how the model writes tool calls; it selects the parser.
+// Format names how the model writes tool calls: it selects a FormatSpec,
+// built in or added to a Formats table.
 type Format string
 
-// The tool-call formats. FormatAuto tries native calls first, then the text
+// The built-in tool-call formats (each declared in its own file and listed
+// in builtinFormats). FormatAuto tries native calls first, then the text
 // formats in the order given by autoOrder.
 const (
 	FormatNative  Format = "native"

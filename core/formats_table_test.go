@@ -58,3 +58,33 @@ func TestBuiltinFormatsTable(t *testing.T) {
 		})
 	}
 }
+
+// TestCompiledSchemasAreReused: a compiled config hands out the schemas
+// compiled once; a plain one compiles anew on every use (there is no
+// cache), and so does a compiled one whose tool changed afterwards.
+func TestCompiledSchemasAreReused(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Tools = []Tool{{Name: "t", Parameters: json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"}}}`)}}
+	a, _ := cfg.argSchema(cfg.Tools[0])
+	b, _ := cfg.argSchema(cfg.Tools[0])
+	if a == nil || a == b {
+		t.Fatal("a plain config shares a compiled schema between calls")
+	}
+	compiled, err := Compile(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ = compiled.argSchema(compiled.Tools[0])
+	b, _ = compiled.argSchema(compiled.Tools[0])
+	if a == nil || a != b || a != compiled.compiled.schemas["t"].schema {
+		t.Fatal("a compiled config compiles its schema again")
+	}
+	changed := compiled
+	changed.Tools = []Tool{{Name: "t", Parameters: json.RawMessage(`{"type":"object"}`)}}
+	if c, _ := changed.argSchema(changed.Tools[0]); c == a {
+		t.Fatal("a changed tool gets the schema compiled before the change")
+	}
+	if spec, ok := compiled.formatSpec(); !ok || !spec.nativeTools {
+		t.Fatal("the compiled format is not native")
+	}
+}
