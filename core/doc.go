@@ -34,7 +34,8 @@
 // to a table of its own, a value that never changes (With returns a new
 // one), and compiles its agents with it:
 //
-//	formats, err := (*core.Formats)(nil).With("lines", core.FormatSpec{
+//	var formats *core.Formats // nil: the built-in formats alone
+//	formats, err := formats.With("lines", core.FormatSpec{
 //		Parse:      parseLines,     // reply text -> calls (raw JSON arguments) and message
 //		RenderCall: renderLineCall, // one call as a reply Parse reads back
 //		// Docs and RenderResults are optional.

@@ -256,8 +256,9 @@ func programText(t *rapid.T, preamble string, calls []core.NativeCall) string {
 	return text
 }
 
-// AllFormats lists every built-in tool-call format, for Configs.
-var AllFormats = []core.Format{core.FormatNative, core.FormatXML, core.FormatJSON, core.FormatFenced, core.FormatStrict, core.FormatHelpers, core.FormatAuto}
+// AllFormats lists every built-in tool-call format, for Configs, as the
+// built-in table lists them.
+var AllFormats = (*core.Formats)(nil).Names()
 
 // memoryOr generates arguments for the memory built-ins, else uses gen.
 func memoryOr(tool core.Tool, gen *rapid.Generator[string]) *rapid.Generator[string] {
