@@ -69,9 +69,9 @@
 // encoded), so it is passed to Start, Step and Resume as before; the shell
 // compiles each agent once. A Config that is not compiled works the same,
 // only slower, and can name only a built-in format. core keeps no state
-// between calls: no cache, no registry, and defaults (DefaultLimits,
-// DefaultConfig) that are functions, so no package can change them for
-// another.
+// between calls: no cache, no registry, and defaults (DefaultConfig,
+// DefaultLimits, DefaultStuckPhrases, CollaborationStuckPhrases) that are
+// functions, so no package can change them for another.
 //
 // # Results the model reads
 //
