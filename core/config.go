@@ -4,13 +4,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
-// Format names how the model writes tool calls; it selects the parser.
+// Format names how the model writes tool calls: it selects a FormatSpec,
+// built in or added to a Formats table.
 type Format string
 
-// The tool-call formats. FormatAuto tries native calls first, then the text
+// The built-in tool-call formats (each declared in its own file and listed
+// in builtinFormats). FormatAuto tries native calls first, then the text
 // formats in the order given by autoOrder.
 const (
 	FormatNative  Format = "native"
@@ -34,7 +37,8 @@ const (
 )
 
 // Config is an agent: plain, serializable data. The zero value of a limit
-// means "use the default" (see DefaultLimits).
+// means "use the default" (see DefaultLimits). Compile works out what
+// Start, Step and Resume need of it once (see Compile).
 type Config struct {
 	Name         string   `json:"name"`
 	SystemPrompt string   `json:"system_prompt,omitempty"`
@@ -54,6 +58,9 @@ type Config struct {
 	Cycles *Cycles `json:"cycles,omitempty"`
 	// Budget bounds what a run may spend (budget.go).
 	Budget Budget `json:"budget,omitzero"`
+
+	// compiled is set by Compile; never encoded (compile.go).
+	compiled *compiledAgent
 }
 
 // Models names the model roles. Helper is optional; without it the agent
@@ -129,19 +136,38 @@ type Policy struct {
 	Citations Citations `json:"citations,omitempty"`
 }
 
-// DefaultLimits are the limits used where a Config leaves one at zero.
-var DefaultLimits = Limits{
-	MaxSteps:        100,
-	MaxCallsPerTurn: 16,
-	MaxRepeats:      3,
-	MaxCorrections:  1,
-	MaxEscalations:  1,
-	ToolResultBytes: 16 << 10,
-	MaxStateBytes:   8 << 20,
+// DefaultLimits returns the limits used where a Config leaves one at zero.
+// It is a function, not a variable, so that no package can change what
+// every other one gets.
+func DefaultLimits() Limits {
+	return Limits{
+		MaxSteps:        defaultMaxSteps,
+		MaxCallsPerTurn: defaultMaxCallsPerTurn,
+		MaxRepeats:      defaultMaxRepeats,
+		MaxCorrections:  defaultMaxCorrections,
+		MaxEscalations:  defaultMaxEscalations,
+		ToolResultBytes: defaultToolResultBytes,
+		MaxStateBytes:   defaultMaxStateBytes,
+	}
 }
 
-// DefaultStuckPhrases mark a primary reply as stuck (matched case-insensitively).
-var DefaultStuckPhrases = []string{
+// The default limits (DefaultLimits).
+const (
+	defaultMaxSteps        = 100
+	defaultMaxCallsPerTurn = 16
+	defaultMaxRepeats      = 3
+	defaultMaxCorrections  = 1
+	defaultMaxEscalations  = 1
+	defaultToolResultBytes = 16 << 10
+	defaultMaxStateBytes   = 8 << 20
+)
+
+// DefaultStuckPhrases returns the phrases that mark a primary reply as
+// stuck (matched case-insensitively) when Config.StuckPhrases is empty: a
+// new slice each time, so that no package can change them for another.
+func DefaultStuckPhrases() []string { return slices.Clone(defaultStuckPhrases) }
+
+var defaultStuckPhrases = []string{
 	"i'm stuck",
 	"i am stuck",
 	"i don't know how to proceed",
@@ -151,13 +177,22 @@ var DefaultStuckPhrases = []string{
 
 // DefaultConfig returns a usable agent with the native format and default limits.
 func DefaultConfig() Config {
-	return Config{Name: "agent", Models: Models{Primary: "default"}, Format: FormatNative, Limits: DefaultLimits}
+	return Config{Name: "agent", Models: Models{Primary: "default"}, Format: FormatNative, Limits: DefaultLimits()}
 }
 
 // ErrInvalidConfig wraps every configuration error returned by Start.
 var ErrInvalidConfig = errors.New("invalid config")
 
+// validate reports every problem of c, against the format table it was
+// compiled with (the built-in formats when it was not).
 func (c Config) validate() error {
+	_, err := c.compile(c.Formats())
+	return err
+}
+
+// check reports every problem of c and fills in out, its compiled form:
+// the format looked up in out.formats, the schemas compiled.
+func (c Config) check(out *compiledAgent) error {
 	var errs []string
 	if strings.TrimSpace(c.Name) == "" {
 		errs = append(errs, "name is empty")
@@ -165,12 +200,9 @@ func (c Config) validate() error {
 	if c.Models.Primary == "" {
 		errs = append(errs, "models.primary is empty")
 	}
-	switch c.format() {
-	case FormatNative, FormatXML, FormatJSON, FormatFenced, FormatStrict, FormatHelpers, FormatAuto:
-	default:
-		if !knownFormat(c.Format) { // a format registered with RegisterFormat
-			errs = append(errs, unknownFormatText(c.Format))
-		}
+	var known bool
+	if out.spec, known = out.formats.Lookup(out.format); !known {
+		errs = append(errs, unknownFormatText(c.Format, out.formats))
 	}
 	for _, l := range []struct {
 		name string
@@ -208,8 +240,10 @@ func (c Config) validate() error {
 		if t.Summary != nil {
 			errs = append(errs, t.Summary.problems(where+": summary")...)
 		}
-		if err := checkSchema(t.Parameters); err != nil {
+		if s, err := c.argSchema(t); err != nil {
 			errs = append(errs, fmt.Sprintf("%s: parameters: %v", where, err))
+		} else {
+			out.schemas[t.Name] = compiledSchema{raw: t.Parameters, schema: s}
 		}
 	}
 	if len(errs) == 0 {
@@ -218,7 +252,9 @@ func (c Config) validate() error {
 	return fmt.Errorf("%w: %s", ErrInvalidConfig, strings.Join(errs, "; "))
 }
 
-// Validate reports whether the config is usable, naming every problem.
+// Validate reports whether the config is usable, naming every problem. A
+// config names a built-in format or, once compiled (Compile), one of the
+// table it was compiled with.
 func (c Config) Validate() error { return c.validate() }
 
 // ValidToolName reports whether s is a usable tool name: 1 to 64 letters,
@@ -257,26 +293,26 @@ func pick(v, def int) int {
 	return def
 }
 
-func (c Config) maxSteps() int { return pick(c.Limits.MaxSteps, DefaultLimits.MaxSteps) }
+func (c Config) maxSteps() int { return pick(c.Limits.MaxSteps, defaultMaxSteps) }
 func (c Config) maxCallsPerTurn() int {
-	return pick(c.Limits.MaxCallsPerTurn, DefaultLimits.MaxCallsPerTurn)
+	return pick(c.Limits.MaxCallsPerTurn, defaultMaxCallsPerTurn)
 }
-func (c Config) maxRepeats() int { return pick(c.Limits.MaxRepeats, DefaultLimits.MaxRepeats) }
+func (c Config) maxRepeats() int { return pick(c.Limits.MaxRepeats, defaultMaxRepeats) }
 func (c Config) maxEscalations() int {
-	return pick(c.Limits.MaxEscalations, DefaultLimits.MaxEscalations)
+	return pick(c.Limits.MaxEscalations, defaultMaxEscalations)
 }
-func (c Config) maxStateBytes() int { return pick(c.Limits.MaxStateBytes, DefaultLimits.MaxStateBytes) }
+func (c Config) maxStateBytes() int { return pick(c.Limits.MaxStateBytes, defaultMaxStateBytes) }
 func (c Config) recallLimit() int   { return pick(c.Memory.RecallLimit, 5) }
 
 func (c Config) maxCorrections() int {
 	if c.Policy.NoCorrections {
 		return 0
 	}
-	return pick(c.Limits.MaxCorrections, DefaultLimits.MaxCorrections)
+	return pick(c.Limits.MaxCorrections, defaultMaxCorrections)
 }
 
 func (c Config) resultCap(t Tool) int {
-	return pick(t.MaxResultBytes, pick(c.Limits.ToolResultBytes, DefaultLimits.ToolResultBytes))
+	return pick(t.MaxResultBytes, pick(c.Limits.ToolResultBytes, defaultToolResultBytes))
 }
 
 func (c Config) namespace() string {
@@ -290,7 +326,7 @@ func (c Config) stuckPhrases() []string {
 	if len(c.StuckPhrases) > 0 {
 		return c.StuckPhrases
 	}
-	return DefaultStuckPhrases
+	return defaultStuckPhrases
 }
 
 // tools is the agent's tool list including enabled built-ins, in a fixed order.

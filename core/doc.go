@@ -57,35 +57,52 @@
 // # Tool-call formats
 //
 // Config.Format selects how the model writes tool calls: native, xml, json,
-// fenced, strict, helpers, auto (see Parse), or a format registered from
-// outside core. A program adds one by registering it, from an init function
-// of the package that defines it, under a name:
+// fenced, strict, helpers, auto (see Parse), or a format a program adds.
+// Every format is a FormatSpec (a parser, RenderCall, Docs, RenderResults)
+// in a table, Formats. Each built-in format is one file that declares its
+// spec (format_xml.go, ..., parse_auto.go) and one line of the built-in
+// table (formats.go); no other code names a format. A program adds its own
+// to a table of its own, a value that never changes (With returns a new
+// one), and compiles its agents with it:
 //
-//	func init() {
-//		if err := core.RegisterFormat("lines", core.CustomFormat{
-//			Parse:      parseLines,      // reply text -> calls (raw JSON arguments) and message
-//			RenderCall: renderLineCall,  // one call as a reply Parse reads back
-//			// Docs and RenderResults are optional.
-//		}); err != nil {
-//			panic(err)
-//		}
-//	}
+//	var formats *core.Formats // nil: the built-in formats alone
+//	formats, err := formats.With("lines", core.FormatSpec{
+//		Parse:      parseLines,     // reply text -> calls (raw JSON arguments) and message
+//		RenderCall: renderLineCall, // one call as a reply Parse reads back
+//		// Docs and RenderResults are optional.
+//	})
+//	...
+//	cfg, err = core.Compile(cfg, formats) // cfg.Format = "lines"
 //
-// A Config refers to the format by name only, so it stays plain data: the
-// name is stored with a run, and a program that runs, resumes or replays it
-// without having registered the format is refused at Validate and Start,
-// naming the format. A name never changes meaning once registered. The
-// format's functions run inside Step and Resume and must be pure like the
-// built-in parsers; test them as the built-ins are tested, with coretest:
+// (shell.Registry.Format does this for the agents a Registry builds.) A
+// Config refers to the format by name only, so it stays plain data: the
+// name is stored with a run, and a config that is not compiled with a table
+// holding the format is refused at Validate, Compile and Start (so at
+// resume and replay too), naming the format. The format's functions run
+// inside Step and Resume and must be pure like the built-in parsers; test
+// them as the built-ins are tested, with coretest:
 //
 //	rapid.Check(t, func(t *rapid.T) {
-//		cfg := coretest.Configs("lines").Draw(t, "config")
+//		cfg := coretest.ConfigsWith(formats, "lines").Draw(t, "config")
 //		coretest.CheckRun(t, cfg, "input")
 //	})
 //
 // ToolDocs puts each format's tool documentation in the system prompt;
 // ToolParamDocs lists a tool's parameters the way the fenced format shows
 // them, for a custom format's Docs.
+//
+// # Compiling an agent
+//
+// Compile validates a Config and works out once what every call of Start,
+// Step and Resume would otherwise work out again: its format, looked up in
+// a format table, and each tool's argument schema, compiled. The result is
+// the same plain data (the compiled form is an unexported field, never
+// encoded), so it is passed to Start, Step and Resume as before; the shell
+// compiles each agent once. A Config that is not compiled works the same,
+// only slower, and can name only a built-in format. core keeps no state
+// between calls: no cache, no registry, and defaults (DefaultConfig,
+// DefaultLimits, DefaultStuckPhrases, CollaborationStuckPhrases) that are
+// functions, so no package can change them for another.
 //
 // # Results the model reads
 //

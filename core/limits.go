@@ -51,7 +51,7 @@ func turns(st State) int { return st.Counters.ModelCalls - st.Counters.Escalatio
 // it are not run: its text is the answer.
 func resumeFinal(cfg Config, st State, r ModelReply) State {
 	text := r.Text
-	if parsed, err := Parse(cfg.format(), r, cfg.tools()); err == nil {
+	if parsed, err := cfg.parse(r); err == nil {
 		text = parsed.Text
 	}
 	// Native calls are left out of the log: nothing will answer them.

@@ -10,7 +10,7 @@ import (
 // resumeModel folds in a reply of the primary model: a final answer, a turn of
 // valid calls, or a correction sent back to the model.
 func resumeModel(cfg Config, st State, r ModelReply) State {
-	parsed, perr := Parse(cfg.format(), r, cfg.tools())
+	parsed, perr := cfg.parse(r)
 	calls := withIDs(parsed.Calls, st.Counters.Steps)
 	msg := Message{Role: RoleAssistant, Content: r.Text, Opaque: r.Opaque}
 	if len(r.Calls) > 0 {

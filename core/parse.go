@@ -50,36 +50,10 @@ func (e *ParseError) Error() string {
 // Unwrap makes every ParseError match ErrParse.
 func (e *ParseError) Unwrap() error { return ErrParse }
 
-// Parse reads the tool calls out of a reply in format f, a built-in format
-// or one registered with RegisterFormat (which reads the reply's text only).
-// tools is the agent's tool list; the helpers format needs it to map
-// positional arguments. A reply with no call parses to its text alone: a
-// final answer.
+// Parse reads the tool calls out of a reply in built-in format f
+// (Formats.Parse also reads the formats a program adds). tools is the
+// agent's tool list; the helpers format needs it to map positional
+// arguments. A reply with no call parses to its text alone: a final answer.
 func Parse(f Format, r ModelReply, tools []Tool) (Parsed, error) {
-	switch f {
-	case FormatNative, "":
-		return parseNative(r), nil
-	case FormatXML:
-		return parseXML(r.Text)
-	case FormatJSON:
-		return parseJSON(r.Text)
-	case FormatFenced:
-		return parseFenced(r.Text)
-	case FormatStrict:
-		return parseStrict(r.Text)
-	case FormatHelpers:
-		return parseHelpers(r.Text, tools)
-	case FormatAuto:
-		return parseAuto(r, tools)
-	}
-	if cf, ok := customFormat(f); ok {
-		return parseCustom(f, cf, r.Text, tools)
-	}
-	return Parsed{}, &ParseError{Format: f, Msg: "unknown format"}
-}
-
-// parseNative takes OpenAI-style structured calls as they are; their
-// arguments are checked by the validator.
-func parseNative(r ModelReply) Parsed {
-	return Parsed{Text: r.Text, Calls: r.Calls}
+	return (*Formats)(nil).Parse(f, r, tools)
 }

@@ -8,13 +8,14 @@ import (
 )
 
 // ToolDocs is the tool documentation for the system prompt, in the syntax of
-// the agent's format: Python signatures and a <helpers> example for helpers,
-// a parameter list per tool and a ```tool example for fenced (the shape of
-// the seed's tool registry: "name (type, required, default: X):
-// description"), the tool's JSON Schema and an example block or object for
-// xml, json and strict, a short list of the accepted forms for auto, and a
-// registered format's Docs. It is empty for the native format, whose tools
-// travel in the API request instead, and for an agent without tools.
+// the agent's format (its FormatSpec's Docs): Python signatures and a
+// <helpers> example for helpers, a parameter list per tool and a ```tool
+// example for fenced (the shape of the seed's tool registry: "name (type,
+// required, default: X): description"), the tool's JSON Schema and an
+// example block or object for xml, json and strict, a short list of the
+// accepted forms for auto, and an added format's Docs. It is empty for the
+// native format, whose tools travel in the API request instead, for an
+// agent without tools, and for a format cfg does not know.
 //
 // The output is deterministic: tools in the agent's order, parameters in the
 // order their schema's "properties" are written (not sorted: that is also the
@@ -22,55 +23,18 @@ import (
 // less any default the schema check dropped (see Config.Warnings).
 func ToolDocs(cfg Config) string {
 	tools := cfg.tools()
-	f := cfg.format()
-	if len(tools) == 0 || f == FormatNative {
+	spec, ok := cfg.formatSpec()
+	if len(tools) == 0 || !ok {
 		return ""
 	}
-	if cf, ok := customFormat(f); ok {
-		if cf.Docs != nil {
-			return cf.Docs(tools)
-		}
-		return customDocs(cf, tools)
-	}
+	return spec.docs(tools)
+}
+
+// schemaDocs is intro followed by the tools, each with its description and
+// its parameters' JSON Schema: the docs of xml, json, strict and auto.
+func schemaDocs(intro string, tools []Tool) string {
 	var b strings.Builder
-	switch f {
-	case FormatHelpers:
-		writeHelpersDocs(&b, tools)
-		return b.String()
-	case FormatFenced:
-		writeFencedDocs(&b, tools)
-		return b.String()
-	}
-	ex := exampleCall(tools[0])
-	switch f {
-	case FormatXML:
-		fmt.Fprintf(&b, "You can call tools by writing blocks like this anywhere in your reply:\n\n%s\n\n", RenderCall(FormatXML, ex))
-		b.WriteString("- The body is a JSON object of arguments; tag is optional and names the call.\n" +
-			"- You may write several blocks; they run in the order written. Text outside the blocks is your message.\n" +
-			"- Each result comes back in a <tool_result name=\"...\" tag=\"...\"> block.\n" +
-			"- To give your final answer, reply without a <tool> block.\n")
-	case FormatJSON:
-		fmt.Fprintf(&b, "Always reply with exactly one JSON object and nothing else:\n\n%s\n\n", renderJSONEnvelope("what you tell the user", []NativeCall{ex}))
-		b.WriteString("- \"tools\" lists the calls to make; they run in order. \"tag\" is optional and names the call.\n" +
-			"- \"message\" and \"tools\" are the only keys; a call has only \"tool\", \"args\" and \"tag\".\n" +
-			"- The results come back as a JSON object {\"results\": [...]}.\n" +
-			"- To give your final answer, put it in \"message\" with \"tools\": [].\n")
-	case FormatStrict:
-		ex.ID = ""
-		fmt.Fprintf(&b, "To call a tool, reply with exactly one JSON object and nothing else:\n\n%s\n\n", RenderCall(FormatStrict, ex))
-		b.WriteString("- Only the keys \"tool\" and \"args\"; one call per reply. The result comes back in the next message.\n" +
-			"- To give your final answer, reply in plain text (not JSON).\n")
-	default: // FormatAuto
-		hx := ex
-		hx.ID = ""
-		b.WriteString("You can call tools in any one of these forms:\n\n")
-		fmt.Fprintf(&b, "- blocks anywhere in your reply: %s\n", RenderCall(FormatXML, ex))
-		fmt.Fprintf(&b, "- Python-style calls with literal arguments, one per line: %s\n", strings.ReplaceAll(RenderCall(FormatHelpers, hx), "\n", " "))
-		fmt.Fprintf(&b, "- fenced blocks: ```tool then %s on its own line, then ```\n", strings.TrimSuffix(strings.TrimPrefix(RenderCall(FormatFenced, ex), "```tool\n"), "\n```"))
-		fmt.Fprintf(&b, "- a reply that is exactly one JSON object: %s\n", renderJSONEnvelope("what you tell the user", []NativeCall{ex}))
-		fmt.Fprintf(&b, "- a reply that is exactly one call: %s\n", RenderCall(FormatStrict, hx))
-		b.WriteString("\nArguments are JSON objects. Calls run in the order written. To give your final answer, reply in plain text without any call.\n")
-	}
+	b.WriteString(intro)
 	b.WriteString("\nTools:\n")
 	for _, t := range tools {
 		fmt.Fprintf(&b, "\n%s", t.Name)
@@ -97,7 +61,7 @@ func writeHelpersDocs(b *strings.Builder, tools []Tool) {
 	}
 	ex := exampleCall(tools[0])
 	ex.ID = ""
-	fmt.Fprintf(b, "\nTo call tools, write statements inside a <helpers> block:\n\n%s\n\n", RenderCall(FormatHelpers, ex))
+	fmt.Fprintf(b, "\nTo call tools, write statements inside a <helpers> block:\n\n%s\n\n", renderHelpersBlock(ex))
 	b.WriteString(helpersRules)
 }
 

@@ -12,15 +12,15 @@ import (
 func writeFencedDocs(b *strings.Builder, tools []Tool) {
 	b.WriteString("You have access to the following tools:\n")
 	writeToolList(b, tools)
-	fmt.Fprintf(b, "\nTo use a tool, respond with a fenced block like this:\n\n%s\n\n", RenderCall(FormatFenced, exampleCall(tools[0])))
+	fmt.Fprintf(b, "\nTo use a tool, respond with a fenced block like this:\n\n%s\n\n", renderFencedCall(exampleCall(tools[0])))
 	b.WriteString("- One call per block: a JSON object with \"tool\" and \"parameters\" (and optionally \"tag\", naming the call). Several blocks run in the order written.\n" +
 		"- Text outside the blocks is your message. The tools are run, and each result comes back to you in a ```tool_result block.\n" +
 		"- To give your final answer, reply without a ```tool block.\n")
 }
 
-// customDocs documents tools for a registered format that has no Docs of
-// its own: the tool list, and an example written by its RenderCall.
-func customDocs(f CustomFormat, tools []Tool) string {
+// customDocs documents tools for a format that has no Docs of its own:
+// the tool list, and an example written by its RenderCall.
+func customDocs(f FormatSpec, tools []Tool) string {
 	var b strings.Builder
 	b.WriteString("You have access to the following tools:\n")
 	writeToolList(&b, tools)

@@ -3,6 +3,7 @@ package core
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -38,9 +39,12 @@ const (
 	DefaultMaxRetries = 3
 )
 
-// CollaborationStuckPhrases are the reference design's stuck phrases,
-// matched case-insensitively (a typographic apostrophe matches ').
-var CollaborationStuckPhrases = []string{
+// CollaborationStuckPhrases returns the reference design's stuck phrases,
+// matched case-insensitively (a typographic apostrophe matches '): a new
+// slice each time, so that no package can change them for another.
+func CollaborationStuckPhrases() []string { return slices.Clone(collaborationStuckPhrases) }
+
+var collaborationStuckPhrases = []string{
 	"i'm not sure how to",
 	"i don't know how to",
 	"i'm unable to",
@@ -271,7 +275,7 @@ func collaborateOnCorrection(cfg Config, st State) (State, bool) {
 func stuckPhraseIn(cfg Config, text string) string {
 	phrases := cfg.StuckPhrases
 	if len(phrases) == 0 {
-		phrases = append(append([]string(nil), DefaultStuckPhrases...), CollaborationStuckPhrases...)
+		phrases = append(slices.Clone(defaultStuckPhrases), collaborationStuckPhrases...)
 	}
 	lower := fold(text)
 	for _, p := range phrases {

@@ -8,74 +8,40 @@ import (
 
 // RenderResults is the text that hands a turn's results back to a model that
 // writes calls as text, in the order the calls were made, in the style of
-// format f: <tool_result> blocks for xml, <helpers_result> blocks for
-// helpers, ```tool_result blocks for fenced, a {"results": [...]} object for
-// json, one {"tool": ..., "result": ...} object per call for strict, a
-// registered format's own rendering, and labeled paragraphs otherwise.
-// results are aligned with calls.
+// built-in format f: <tool_result> blocks for xml, <helpers_result> blocks
+// for helpers, ```tool_result blocks for fenced, a {"results": [...]} object
+// for json, one {"tool": ..., "result": ...} object per call for strict, and
+// labeled paragraphs otherwise (Formats.RenderResults also knows the
+// formats a program adds). results are aligned with calls.
 //
 // In the two JSON formats a failed call reads {"tool": ..., "ok": false,
 // "error": ...} (json adds its "tag"), so the model finds the failure under
 // a key of its own; a success keeps its plain "result" (docs/adr/0021).
 func RenderResults(f Format, calls []ToolCall, results []ToolResult) string {
-	if cf, ok := customFormat(f); ok && cf.RenderResults != nil {
-		return cf.RenderResults(calls, alignedResults(calls, results))
-	}
+	return (*Formats)(nil).RenderResults(f, calls, results)
+}
+
+// labeledResults writes each result as a paragraph, "Result of NAME (call
+// ID):" then its text: the results of native, auto and of a format with no
+// RenderResults.
+func labeledResults(calls []ToolCall, results []ToolResult) string {
 	var b strings.Builder
-	if f == FormatJSON {
-		b.WriteString(`{"results": [`)
-	}
 	for i, c := range calls {
-		var r ToolResult
-		if i < len(results) {
-			r = results[i]
-		}
-		text := resultText(r)
-		if text == "" {
-			text = "(no output)"
-		}
-		switch {
-		case i > 0 && f == FormatJSON:
-			b.WriteString(",")
-		case i > 0:
+		if i > 0 {
 			b.WriteString("\n")
 		}
-		switch f {
-		case FormatXML, FormatHelpers:
-			tag := "tool_result"
-			if f == FormatHelpers {
-				tag = "helpers_result"
-			}
-			fmt.Fprintf(&b, "<%s name=%s tag=%s>\n%s\n</%s>", tag, xmlAttr(c.Name), xmlAttr(c.ID), text, tag)
-		case FormatFenced:
-			fence := strings.Repeat("`", max(3, longestBacktickRun(text)+1))
-			fmt.Fprintf(&b, "%stool_result %s %s\n%s\n%s", fence, c.Name, c.ID, text, fence)
-		case FormatJSON, FormatStrict:
-			if f == FormatJSON {
-				b.WriteString("\n  ")
-			}
-			b.WriteString(`{"tool": `)
-			appendJSONString(&b, c.Name)
-			if f == FormatJSON {
-				b.WriteString(`, "tag": `)
-				appendJSONString(&b, c.ID)
-			}
-			if r.Failed() {
-				b.WriteString(`, "ok": false, "error": `)
-				appendJSONString(&b, r.Error)
-			} else {
-				b.WriteString(`, "result": `)
-				appendJSONString(&b, r.Output)
-			}
-			b.WriteString("}")
-		default:
-			fmt.Fprintf(&b, "Result of %s (call %s):\n%s\n", c.Name, c.ID, text)
-		}
-	}
-	if f == FormatJSON {
-		b.WriteString("\n]}")
+		fmt.Fprintf(&b, "Result of %s (call %s):\n%s\n", c.Name, c.ID, resultBody(results[i]))
 	}
 	return b.String()
+}
+
+// resultBody is a result's text as the model reads it: its output, or its
+// error, or "(no output)".
+func resultBody(r ToolResult) string {
+	if text := resultText(r); text != "" {
+		return text
+	}
+	return "(no output)"
 }
 
 // renderTurnResults is the message that hands a finished turn's results to
@@ -89,9 +55,12 @@ func RenderResults(f Format, calls []ToolCall, results []ToolResult) string {
 // where N is the number of the model call that asked for it
 // (Counters.ModelCalls: the strict format makes one call per reply).
 func renderTurnResults(cfg Config, st State, calls []ToolCall, results []ToolResult) string {
-	f := cfg.format()
-	if f != FormatStrict {
-		return RenderResults(f, calls, results)
+	spec, ok := cfg.formatSpec()
+	if !ok {
+		spec = nativeFormat
+	}
+	if !spec.historyResults {
+		return spec.renderResults(calls, results)
 	}
 	results = alignedResults(calls, results)
 	var b strings.Builder
@@ -101,7 +70,7 @@ func renderTurnResults(cfg Config, st State, calls []ToolCall, results []ToolRes
 		}
 		t, _ := cfg.tool(c.Name)
 		if !cfg.summary(t).on() {
-			b.WriteString(RenderResults(f, calls[i:i+1], results[i:i+1]))
+			b.WriteString(spec.renderResults(calls[i:i+1], results[i:i+1]))
 			continue
 		}
 		fmt.Fprintf(&b, "Tool %d [%s]: ", st.Counters.ModelCalls, c.Name)
@@ -119,51 +88,16 @@ func renderTurnResults(cfg Config, st State, calls []ToolCall, results []ToolRes
 	return b.String()
 }
 
-func longestBacktickRun(s string) int {
-	best, run := 0, 0
-	for i := 0; i < len(s); i++ {
-		if s[i] == '`' {
-			run++
-			best = max(best, run)
-		} else {
-			run = 0
-		}
-	}
-	return best
-}
-
-// RenderCall writes one call in the syntax of format f, as a whole reply
-// that Parse(f, ...) reads back as that call: a <tool> block for xml (and
-// auto), an envelope for json, a ```tool block for fenced, the call object
-// for strict (which has no id), a <helpers> block for helpers (no id;
-// argument names that are not Python identifiers go in a **{...} dict), and
-// what a registered format's RenderCall writes. Native gives the
-// OpenAI-style {"id", "name", "arguments"} object.
+// RenderCall writes one call in the syntax of built-in format f, as a whole
+// reply that Parse(f, ...) reads back as that call: a <tool> block for xml
+// (and auto), an envelope for json, a ```tool block for fenced, the call
+// object for strict (which has no id), a <helpers> block for helpers (no id;
+// argument names that are not Python identifiers go in a **{...} dict).
+// Native (and an unknown format) gives the OpenAI-style {"id", "name",
+// "arguments"} object. Formats.RenderCall also knows the formats a program
+// adds.
 func RenderCall(f Format, c NativeCall) string {
-	switch f {
-	case FormatXML, FormatAuto:
-		return renderXMLCall(c)
-	case FormatJSON:
-		return renderJSONEnvelope("", []NativeCall{c})
-	case FormatFenced:
-		return renderFencedCall(c)
-	case FormatStrict:
-		return renderStrictCall(c)
-	case FormatHelpers:
-		return helpersOpen + "\n" + renderHelpersCall(c) + "\n" + helpersClose
-	}
-	if cf, ok := customFormat(f); ok {
-		return cf.RenderCall(c)
-	}
-	var b strings.Builder
-	b.WriteString(`{"id": `)
-	appendJSONString(&b, c.ID)
-	b.WriteString(`, "name": `)
-	appendJSONString(&b, c.Name)
-	b.WriteString(`, "arguments": `)
-	appendJSONString(&b, c.Arguments)
-	b.WriteString("}")
-	return b.String()
+	return (*Formats)(nil).RenderCall(f, c)
 }
 
 // renderArgsJSON is call arguments as compact JSON; empty arguments are {}.

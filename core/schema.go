@@ -18,10 +18,15 @@ import (
 // integers written without a fraction or exponent. Every problem is reported,
 // sorted by argument path. The input is never modified.
 func validateArgs(t Tool, args map[string]any, rejectUnknown bool) (map[string]any, error) {
-	s, err := cachedArgSchema(t.Parameters)
+	s, err := compileArgSchema(t.Parameters)
 	if err != nil {
 		return nil, fmt.Errorf("the tool's parameter schema is unusable: %v", err)
 	}
+	return checkArgs(s, args, rejectUnknown)
+}
+
+// checkArgs is validateArgs with the schema compiled.
+func checkArgs(s *argSchema, args map[string]any, rejectUnknown bool) (map[string]any, error) {
 	v := &argChecker{rejectUnknown: rejectUnknown}
 	out := v.value(s, args, nil, true)
 	if len(v.errs) > 0 {

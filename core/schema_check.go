@@ -75,7 +75,7 @@ var unsupportedKeywords = map[string]bool{
 // the tool takes no arguments; otherwise an object schema using only the
 // supported keywords, with patterns that compile and defaults that fit.
 func checkSchema(raw json.RawMessage) error {
-	_, err := cachedArgSchema(raw) // a schema that compiled once is valid
+	_, err := compileArgSchema(raw) // a schema that compiles is valid
 	return err
 }
 

@@ -14,7 +14,7 @@ func docParams(t Tool) string { return renderArgsJSON(docSchema(t)) }
 // so the model never reads a default stepwise does not honour.
 func docSchema(t Tool) string {
 	raw := string(t.Parameters)
-	s, err := cachedArgSchema(t.Parameters)
+	s, err := compileArgSchema(t.Parameters)
 	if err != nil || len(s.dropped) == 0 {
 		return raw
 	}

@@ -2,14 +2,16 @@ package core
 
 import "strings"
 
-// Start validates cfg and returns the first state of a run for req. The
+// Start validates cfg (see Compile) and returns the first state of a run for req. The
 // system message holds the agent's prompt and, for text formats, the tool
 // documentation generated from the schemas (see ToolDocs). The input is
 // made valid UTF-8 (invalid bytes become U+FFFD), as every result is.
 func Start(cfg Config, req Request) (State, error) {
-	if err := cfg.validate(); err != nil {
+	comp, err := cfg.compile(cfg.Formats()) // validates cfg
+	if err != nil {
 		return State{}, err
 	}
+	cfg.compiled = comp
 	req.Input = clean(req.Input)
 	st := State{Version: StateVersion, Request: req, Phase: PhaseModel}
 	if sys := systemPrompt(cfg); sys != "" {

@@ -180,9 +180,10 @@ func (t *Turn) index(id string) int {
 	return -1
 }
 
+// nativeTools are the tools a model request carries: all of them for a
+// format whose model calls tools natively (native, auto), none otherwise.
 func nativeTools(cfg Config) []Tool {
-	switch cfg.format() {
-	case FormatNative, FormatAuto:
+	if spec, ok := cfg.formatSpec(); ok && spec.nativeTools {
 		return cfg.tools()
 	}
 	return nil

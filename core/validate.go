@@ -23,7 +23,11 @@ func ValidateCall(cfg Config, c NativeCall) (ToolCall, error) {
 	if err != nil {
 		return ToolCall{}, fmt.Errorf("%w: %s (call %s): %v", ErrInvalidCall, c.Name, c.ID, err)
 	}
-	args, err = validateArgs(t, args, cfg.Policy.RejectUnknownArgs)
+	schema, err := cfg.argSchema(t)
+	if err != nil {
+		return ToolCall{}, fmt.Errorf("%w: %s (call %s): the tool's parameter schema is unusable: %v", ErrInvalidCall, c.Name, c.ID, err)
+	}
+	args, err = checkArgs(schema, args, cfg.Policy.RejectUnknownArgs)
 	if err != nil {
 		return ToolCall{}, fmt.Errorf("%w: %s (call %s): %v", ErrInvalidCall, c.Name, c.ID, err)
 	}

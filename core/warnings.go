@@ -14,7 +14,7 @@ import "fmt"
 func (c Config) Warnings() []string {
 	var out []string
 	for _, t := range c.tools() {
-		s, err := cachedArgSchema(t.Parameters)
+		s, err := c.argSchema(t)
 		if err != nil {
 			continue
 		}

@@ -32,14 +32,17 @@ type ToolSettings struct {
 // Registry declares an agent's tools once: each internal tool by its
 // implementation (whose Spec is its declaration) and each external tool
 // by its declaration alone (the caller runs it, and the run pauses for
-// it). Agent builds the shell.Agent whose Config.Tools and Tools both come
-// from it, so the two cannot drift. The order of registration is the order
-// the model sees the tools in. A Registry is not safe for concurrent use
-// while tools are being registered.
+// it). It also holds the tool-call formats a program adds (Format). Agent
+// builds the shell.Agent whose Config.Tools and Tools both come from it,
+// so the two cannot drift, with its Config compiled (core.Compile) once.
+// The order of registration is the order the model sees the tools in. A
+// Registry is not safe for concurrent use while tools or formats are being
+// registered.
 type Registry struct {
 	decls    []core.Tool
 	impls    map[string]Tool
 	settings map[string]ToolSettings
+	formats  *core.Formats
 }
 
 // NewRegistry returns an empty registry.
@@ -117,6 +120,23 @@ func (r *Registry) free(name string) error {
 	return nil
 }
 
+// Format adds a tool-call format under name, for the agents the registry
+// builds to select with Config.Format. The name may not be a built-in
+// format's or one added before (core.Formats.With says what else is
+// refused); the error wraps core.ErrFormatRegistration.
+func (r *Registry) Format(name core.Format, f core.FormatSpec) error {
+	fs, err := r.formats.With(name, f)
+	if err != nil {
+		return err
+	}
+	r.formats = fs
+	return nil
+}
+
+// Formats is the table of the registry's formats: the built-in ones and
+// those added with Format.
+func (r *Registry) Formats() *core.Formats { return r.formats }
+
 // IsExternal reports whether name is registered as an external tool.
 func (r *Registry) IsExternal(name string) bool {
 	i := slices.IndexFunc(r.decls, func(t core.Tool) bool { return t.Name == name })
@@ -147,14 +167,17 @@ func (r *Registry) Tool(name string) (Tool, bool) {
 // Agent returns an agent of cfg whose tools are the registry's: its
 // Config.Tools are their declarations, Tools their implementations and
 // ToolSettings their settings. cfg must declare no tools itself (the
-// registry is the one declaration). The caller sets Models (and the
-// other fields it needs) before running it.
+// registry is the one declaration). Its Config is compiled with the
+// registry's formats (core.Compile): validated, its format resolved and
+// its schemas compiled, once for every run of the agent. The caller sets
+// Models (and the other fields it needs) before running it.
 func (r *Registry) Agent(cfg core.Config) (*Agent, error) {
 	if len(cfg.Tools) > 0 {
 		return nil, declErrorf("the config already declares %d tool(s); declare every tool once, in the registry", len(cfg.Tools))
 	}
 	cfg.Tools = slices.Clone(r.decls)
-	if err := cfg.Validate(); err != nil {
+	cfg, err := core.Compile(cfg, r.formats)
+	if err != nil {
 		return nil, err
 	}
 	ag := &Agent{Config: cfg, Models: map[core.ModelRole]ModelProvider{}, Tools: maps.Clone(r.impls)}
@@ -162,6 +185,17 @@ func (r *Registry) Agent(cfg core.Config) (*Agent, error) {
 		ag.ToolSettings = maps.Clone(r.settings)
 	}
 	return ag, nil
+}
+
+// compiledConfig is cfg compiled (core.Compile) with the formats it was
+// compiled with before, if any, so that a run of an agent built without a
+// Registry still compiles its config once rather than on every step; cfg
+// itself when it does not compile (Runner.check reports why).
+func compiledConfig(cfg core.Config) core.Config {
+	if c, err := core.Compile(cfg, cfg.Formats()); err == nil {
+		return c
+	}
+	return cfg
 }
 
 // check reports whether s fits the tool declared as spec.

@@ -26,7 +26,7 @@ func CheckState(cfg core.Config, st core.State) error {
 	}
 	maxSteps := cfg.Limits.MaxSteps
 	if maxSteps == 0 {
-		maxSteps = core.DefaultLimits.MaxSteps
+		maxSteps = core.DefaultLimits().MaxSteps
 	}
 	if st.Counters.Steps > maxSteps {
 		return fmt.Errorf("steps %d over the limit %d", st.Counters.Steps, maxSteps)
@@ -81,7 +81,7 @@ func CheckRun(t *rapid.T, cfg core.Config, input string) (core.State, []core.Res
 	}
 	maxSteps := cfg.Limits.MaxSteps
 	if maxSteps == 0 {
-		maxSteps = core.DefaultLimits.MaxSteps
+		maxSteps = core.DefaultLimits().MaxSteps
 	}
 	var fed []core.Result
 	for i := 0; ; i++ {

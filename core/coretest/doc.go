@@ -11,6 +11,10 @@
 //		})
 //	}
 //
+// Configs generates plain configs in the built-in formats; ConfigsWith
+// generates configs compiled (core.Compile) with a format table, for an
+// agent in a format of your own.
+//
 // CheckRun drives one run to its end with generated replies and results. At
 // every step it checks that Step is idempotent, that Resume refuses results
 // that do not fit (and changes nothing when it does), that the state survives

@@ -64,8 +64,29 @@ func Tools() *rapid.Generator[[]core.Tool] {
 }
 
 // Configs generates valid agent configs with small limits, every policy switch
-// and, when formats is non-empty, one of those tool-call formats.
+// and, when formats is non-empty, one of those built-in tool-call formats.
+// The configs are plain (not compiled): Start, Step and Resume compile what
+// they need on every call. ConfigsWith generates compiled ones.
 func Configs(formats ...core.Format) *rapid.Generator[core.Config] {
+	return configs(formats)
+}
+
+// ConfigsWith generates configs as Configs does, compiled (core.Compile)
+// with the format table fs, so that they may name the formats fs adds:
+// formats lists the names to draw from, built-in or added. The replies
+// Replies generates for such a config are written with the table's
+// RenderCall.
+func ConfigsWith(fs *core.Formats, formats ...core.Format) *rapid.Generator[core.Config] {
+	return rapid.Custom(func(t *rapid.T) core.Config {
+		cfg, err := core.Compile(configs(formats).Draw(t, "plain"), fs)
+		if err != nil {
+			t.Fatalf("a generated config does not compile: %v", err)
+		}
+		return cfg
+	})
+}
+
+func configs(formats []core.Format) *rapid.Generator[core.Config] {
 	if len(formats) == 0 {
 		formats = []core.Format{core.FormatNative}
 	}
@@ -177,13 +198,13 @@ func Replies(cfg core.Config) *rapid.Generator[core.ModelReply] {
 		if f == core.FormatHelpers && rapid.IntRange(0, 2).Draw(t, "program") == 0 {
 			return core.ModelReply{Text: programText(t, preamble, calls), Usage: usage}
 		}
-		return core.ModelReply{Text: textCalls(t, f, preamble, calls), Usage: usage}
+		return core.ModelReply{Text: textCalls(t, cfg.Formats(), f, preamble, calls), Usage: usage}
 	})
 }
 
 // textCalls writes calls in a text format, sometimes cut off mid-call as a
 // model that hit its token limit would.
-func textCalls(t *rapid.T, f core.Format, preamble string, calls []core.NativeCall) string {
+func textCalls(t *rapid.T, fs *core.Formats, f core.Format, preamble string, calls []core.NativeCall) string {
 	if f == core.FormatStrict || f == core.FormatJSON {
 		calls = calls[:1] // one object holds one call in these generators
 	}
@@ -192,7 +213,7 @@ func textCalls(t *rapid.T, f core.Format, preamble string, calls []core.NativeCa
 		if text != "" {
 			text += "\n"
 		}
-		text += core.RenderCall(f, c)
+		text += fs.RenderCall(f, c)
 	}
 	if rapid.IntRange(0, 8).Draw(t, "truncate") == 0 && len(text) > 2 {
 		text = text[:rapid.IntRange(1, len(text)-1).Draw(t, "cut")]
@@ -235,8 +256,9 @@ func programText(t *rapid.T, preamble string, calls []core.NativeCall) string {
 	return text
 }
 
-// AllFormats lists every tool-call format, for Configs.
-var AllFormats = []core.Format{core.FormatNative, core.FormatXML, core.FormatJSON, core.FormatFenced, core.FormatStrict, core.FormatHelpers, core.FormatAuto}
+// AllFormats lists every built-in tool-call format, for Configs, as the
+// built-in table lists them.
+var AllFormats = (*core.Formats)(nil).Names()
 
 // memoryOr generates arguments for the memory built-ins, else uses gen.
 func memoryOr(tool core.Tool, gen *rapid.Generator[string]) *rapid.Generator[string] {

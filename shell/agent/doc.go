@@ -6,8 +6,7 @@
 //	preset = "edison"            # optional: see Presets
 //	name = "coder"
 //	system_prompt = "You write and run small programs."
-//	format = "native"            # native | xml | json | fenced | strict | helpers | auto,
-//	                             # or a format the program registered (core.RegisterFormat)
+//	format = "native"            # native | xml | json | fenced | strict | helpers | auto
 //	tools_enabled = true         # false: no tool at all (see Switching tools off)
 //
 //	[models.primary]

@@ -18,7 +18,7 @@ import (
 //
 // anywhere in the reply; every other line is the message. It is pure: it
 // reads only its input.
-var lineFormat = core.CustomFormat{
+var lineFormat = core.FormatSpec{
 	Parse: func(text string, tools []core.Tool) (core.Parsed, error) {
 		var p core.Parsed
 		var msg []string
@@ -56,7 +56,7 @@ var lineFormat = core.CustomFormat{
 }
 
 // lineFormatOwn is lineFormat with its own docs and result rendering.
-var lineFormatOwn = core.CustomFormat{
+var lineFormatOwn = core.FormatSpec{
 	Parse:      lineFormat.Parse,
 	RenderCall: lineFormat.RenderCall,
 	Docs: func(tools []core.Tool) string {
@@ -80,20 +80,28 @@ var lineFormatOwn = core.CustomFormat{
 	},
 }
 
-// A user's package registers its formats at init, before any config is
-// validated.
-func init() {
-	for name, f := range map[core.Format]core.CustomFormat{"lines": lineFormat, "lines-own": lineFormatOwn} {
-		if err := core.RegisterFormat(name, f); err != nil {
+// lineFormats is a program's format table: the built-in formats and its
+// own two.
+var lineFormats = func() *core.Formats {
+	var fs *core.Formats
+	for _, name := range []core.Format{"lines", "lines-own"} {
+		f := lineFormat
+		if name == "lines-own" {
+			f = lineFormatOwn
+		}
+		var err error
+		if fs, err = fs.With(name, f); err != nil {
 			panic(err)
 		}
 	}
-}
+	return fs
+}()
 
 var addTool = core.Tool{Name: "add", Description: "Add two integers.",
 	Parameters: json.RawMessage(`{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"}},"required":["a","b"]}`)}
 
-func linesConfig(f core.Format) core.Config {
+// plainLinesConfig is an agent in format f, not compiled.
+func plainLinesConfig(f core.Format) core.Config {
 	cfg := core.DefaultConfig()
 	cfg.Format = f
 	cfg.SystemPrompt = "You add."
@@ -101,39 +109,90 @@ func linesConfig(f core.Format) core.Config {
 	return cfg
 }
 
-func TestRegisterFormatRefuses(t *testing.T) {
+// linesConfig is an agent in format f, compiled with lineFormats.
+func linesConfig(t testing.TB, f core.Format) core.Config {
+	t.Helper()
+	cfg, err := core.Compile(plainLinesConfig(f), lineFormats)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func TestFormatsWithRefuses(t *testing.T) {
 	for _, tc := range []struct {
 		name core.Format
-		f    core.CustomFormat
+		f    core.FormatSpec
 		want string
 	}{
 		{"", lineFormat, `"": a name is 1-64 letters`},
 		{"has space", lineFormat, "a name is 1-64 letters"},
 		{"fenced", lineFormat, `"fenced": it is a built-in format`},
 		{"lines", lineFormat, `"lines": it is already registered`},
-		{"no-parse", core.CustomFormat{RenderCall: lineFormat.RenderCall}, "Parse is nil"},
-		{"no-render", core.CustomFormat{Parse: lineFormat.Parse}, "RenderCall is nil"},
+		{"no-parse", core.FormatSpec{RenderCall: lineFormat.RenderCall}, "Parse is nil"},
+		{"no-render", core.FormatSpec{Parse: lineFormat.Parse}, "RenderCall is nil"},
 	} {
-		err := core.RegisterFormat(tc.name, tc.f)
-		if !errors.Is(err, core.ErrFormatRegistration) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("RegisterFormat(%q): %v, want %q", tc.name, err, tc.want)
+		fs, err := lineFormats.With(tc.name, tc.f)
+		if !errors.Is(err, core.ErrFormatRegistration) || !strings.Contains(err.Error(), tc.want) || fs != lineFormats {
+			t.Errorf("With(%q): %v, want %q and the table unchanged", tc.name, err, tc.want)
 		}
 	}
-	if got := fmt.Sprint(core.RegisteredFormats()); got != "[lines lines-own]" {
-		t.Errorf("RegisteredFormats() = %s", got)
+	if got := fmt.Sprint(lineFormats.Added()); got != "[lines lines-own]" {
+		t.Errorf("Added() = %s", got)
+	}
+	if got := fmt.Sprint(lineFormats.Names()); got != "[native xml json fenced strict helpers auto lines lines-own]" {
+		t.Errorf("Names() = %s", got)
 	}
 }
 
-// A config names its format; a program that has not registered it refuses
-// the config at Validate and Start (and so at replay), naming the format.
-func TestUnregisteredFormatFailsClearly(t *testing.T) {
-	cfg := linesConfig("yaml-calls")
-	want := `format "yaml-calls" is not one of native, xml, json, fenced, strict, helpers, auto or the registered formats lines, lines-own`
-	if err := cfg.Validate(); !errors.Is(err, core.ErrInvalidConfig) || !strings.Contains(err.Error(), want) {
+// With returns a new table and leaves the one it extends as it was: no
+// table a config was compiled with ever changes.
+func TestFormatsWithLeavesTheTable(t *testing.T) {
+	more, err := lineFormats.With("lines-2", lineFormat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(lineFormats.Added(), more.Added()); got != "[lines lines-own] [lines lines-2 lines-own]" {
+		t.Errorf("tables: %s", got)
+	}
+	var none *core.Formats
+	if _, ok := none.Lookup("lines"); ok || none.Added() != nil {
+		t.Error("the nil table has an added format")
+	}
+	if f, ok := none.Lookup(""); !ok || f.RenderCall(core.NativeCall{ID: "a", Name: "x", Arguments: "{}"}) != `{"id": "a", "name": "x", "arguments": "{}"}` {
+		t.Error(`"" is not the native format`)
+	}
+}
+
+// A config names its format; a config that is not compiled with a table
+// holding it is refused at Validate, Compile and Start (and so at replay),
+// naming the format, with the same text as before the table existed.
+func TestUnknownFormatFailsClearly(t *testing.T) {
+	plain := plainLinesConfig("lines")
+	want := `format "lines" is not one of native, xml, json, fenced, strict, helpers, auto`
+	if err := plain.Validate(); !errors.Is(err, core.ErrInvalidConfig) || !strings.HasSuffix(err.Error(), want) {
 		t.Errorf("Validate: %v", err)
 	}
-	if _, err := core.Start(cfg, core.Request{Input: "x"}); err == nil || !strings.Contains(err.Error(), want) {
+	if _, err := core.Start(plain, core.Request{Input: "x"}); !errors.Is(err, core.ErrInvalidConfig) || !strings.HasSuffix(err.Error(), want) {
 		t.Errorf("Start: %v", err)
+	}
+	if _, err := core.Compile(plain, nil); !errors.Is(err, core.ErrInvalidConfig) || !strings.HasSuffix(err.Error(), want) {
+		t.Errorf("Compile: %v", err)
+	}
+	want = `format "yaml-calls" is not one of native, xml, json, fenced, strict, helpers, auto or the registered formats lines, lines-own`
+	if _, err := core.Compile(plainLinesConfig("yaml-calls"), lineFormats); !errors.Is(err, core.ErrInvalidConfig) || !strings.HasSuffix(err.Error(), want) {
+		t.Errorf("Compile with a table: %v", err)
+	}
+	// A compiled config whose format is changed afterwards is checked
+	// against its table again.
+	cfg := linesConfig(t, "lines")
+	cfg.Format = "yaml-calls"
+	if _, err := core.Start(cfg, core.Request{Input: "x"}); err == nil || !strings.HasSuffix(err.Error(), want) {
+		t.Errorf("Start after a change: %v", err)
+	}
+	cfg.Format = "lines-own"
+	if err := cfg.Validate(); err != nil {
+		t.Errorf("Validate after a change to another format of the table: %v", err)
 	}
 }
 
@@ -144,8 +203,8 @@ func TestCustomFormatRoundTrip(t *testing.T) {
 			Name:      rapid.StringMatching(`[a-z_]{1,10}`).Draw(t, "name"),
 			Arguments: fmt.Sprintf(`{"a":%d,"s":%s}`, rapid.Int().Draw(t, "a"), s),
 		}
-		reply := core.RenderCall("lines", c)
-		p, err := core.Parse("lines", core.ModelReply{Text: reply}, nil)
+		reply := lineFormats.RenderCall("lines", c)
+		p, err := lineFormats.Parse("lines", core.ModelReply{Text: reply}, nil)
 		if err != nil || len(p.Calls) != 1 || p.Calls[0] != c {
 			t.Fatalf("%q parses to %+v, %v", reply, p, err)
 		}
@@ -153,18 +212,18 @@ func TestCustomFormatRoundTrip(t *testing.T) {
 }
 
 func TestCustomFormatParseErrors(t *testing.T) {
-	_, err := core.Parse("lines", core.ModelReply{Text: "Sure.\nCALL add [1,2]"}, nil)
+	_, err := lineFormats.Parse("lines", core.ModelReply{Text: "Sure.\nCALL add [1,2]"}, nil)
 	var pe *core.ParseError
 	if !errors.As(err, &pe) || !errors.Is(err, core.ErrParse) || err.Error() != "lines format, line 2 column 10: the arguments must be one JSON object on the CALL line" {
 		t.Errorf("ParseError: %v", err)
 	}
-	_, err = core.Parse("lines", core.ModelReply{Text: "CALL  {}"}, nil)
+	_, err = lineFormats.Parse("lines", core.ModelReply{Text: "CALL  {}"}, nil)
 	if !errors.Is(err, core.ErrParse) || err.Error() != "lines format: a CALL line names no tool" {
 		t.Errorf("plain error: %v", err)
 	}
 }
 
-// TestCustomFormatRun drives a run in each registered format: its docs in
+// TestCustomFormatRun drives a run in each added format: its docs in
 // the system prompt, its calls parsed and validated, its results rendered,
 // its mistakes corrected.
 func TestCustomFormatRun(t *testing.T) {
@@ -176,7 +235,7 @@ func TestCustomFormatRun(t *testing.T) {
 		{"lines-own", "Write CALL NAME {args} on a line of its own.\n\nadd\nParameters:\n  - a (integer, required)\n", "RESULT add 42\n"},
 	} {
 		t.Run(string(tc.f), func(t *testing.T) {
-			cfg := linesConfig(tc.f)
+			cfg := linesConfig(t, tc.f)
 			st, err := core.Start(cfg, core.Request{Input: "2+40?"})
 			if err != nil {
 				t.Fatal(err)
@@ -223,11 +282,11 @@ func TestCustomFormatRun(t *testing.T) {
 	}
 }
 
-// TestCustomFormatCoretest: the coretest properties hold for an agent in a
-// registered format, as for the built-ins, and its runs replay.
+// TestCustomFormatCoretest: the coretest properties hold for an agent in an
+// added format, as for the built-ins, and its runs replay.
 func TestCustomFormatCoretest(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		cfg := coretest.Configs("lines", "lines-own").Draw(t, "config")
+		cfg := coretest.ConfigsWith(lineFormats, "lines", "lines-own").Draw(t, "config")
 		final, fed := coretest.CheckRun(t, cfg, "go")
 		a, err := coretest.Replay(cfg, "go", fed)
 		if err != nil {
