@@ -37,7 +37,7 @@ var apiRoutes = []route{
 	{"POST", "/v1/runs/{id}/cancel", (*Server).cancelRun},
 	{"POST", "/v1/runs/{id}/fork", (*Server).forkRun},
 	{"POST", "/v1/runs/{id}/replay", (*Server).replayRun},
-	{"GET", "/v1/runs/{id}/events", (*Server).events},
+	{"GET", "/v1/runs/{id}/events", limitStreams((*Server).events)},
 	{"GET", "/v1/agents", (*Server).listAgents},
 	{"GET", "/openapi.json", (*Server).openAPI},
 	{"GET", "/healthz", func(_ *Server, w http.ResponseWriter, _ *http.Request) {
@@ -83,6 +83,10 @@ func allowed(m *http.ServeMux, r *http.Request) []string {
 func decode(r *http.Request, v any, empty bool) error {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if !errors.As(err, &tooLarge) {
+			return errorf(http.StatusRequestTimeout, codeTimeout, "the body did not arrive whole: %v", err)
+		}
 		return classify(err)
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
@@ -205,7 +209,7 @@ func (s *Server) runJSON(ctx context.Context, id string) (apiRun, error) {
 // runJSONOf is runJSON of a run already read.
 func (s *Server) runJSONOf(ctx context.Context, ri store.RunInfo) (apiRun, error) {
 	id := ri.ID
-	run := runOf(ri, time.Now())
+	run := s.runOf(ri, time.Now())
 	st, seq, err := s.runner.Latest(ctx, id, ri.LastSeq)
 	if err != nil {
 		return apiRun{}, err
@@ -271,7 +275,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 			out.Next = encodeCursor(store.CursorOf(runs[i-1]))
 			break
 		}
-		out.Runs = append(out.Runs, runOf(ri, now))
+		out.Runs = append(out.Runs, s.runOf(ri, now))
 	}
 	writeJSON(w, http.StatusOK, out)
 }
