@@ -155,9 +155,9 @@ parameters = '{"type": "object", "properties": {"x": {"type": "string"}}, "requi
 
 // powerTally counts what the images showed.
 type powerTally struct {
-	mu                                         sync.Mutex
+	mu                                        sync.Mutex
 	images, noDB, resumed, dup, lost, unsound int
-	problems                                   []string
+	problems                                  []string
 }
 
 func (p *powerTally) add(f func(p *powerTally)) { p.mu.Lock(); f(p); p.mu.Unlock() }
