@@ -14,31 +14,33 @@ import (
 
 // Error codes, stable: clients match them.
 const (
-	codeBadRequest      = "bad_request"            // a malformed body or parameter
-	codeInvalidResults  = "invalid_results"        // results that do not answer the pause: unknown, duplicate or missing ids
-	codeNotFound        = "not_found"              // no such run, step or route
-	codeUnknownAgent    = "unknown_agent"          // no agent file of that name in the agents directory
-	codeInvalidAgent    = "invalid_agent"          // an agent file that does not load
-	codeBusy            = "busy"                   // another driver holds the run
-	codeAlreadyAnswered = "already_answered"       // results for a pause already answered
-	codeNotPaused       = "not_paused"             // results for a run that waits for none
-	codeEnded           = "ended"                  // the run has ended
-	codeTooLarge        = "too_large"              // a body over the limit
-	codeUnauthorized    = "unauthorized"           // no valid bearer token
-	codeMethod          = "method_not_allowed"     // a route without that method
-	codeInternal        = "internal"               // a fault the server's log explains
-	codeUnavailable     = "unavailable"            // the store cannot be reached now; retry after Retry-After
-	codeForbiddenHost   = "forbidden_host"         // a Host header this server does not answer to (DNS rebinding)
-	codeForbiddenOrigin = "forbidden_origin"       // a state-changing request from another site's page
-	codeMediaType       = "unsupported_media_type" // a state-changing request without Content-Type: application/json
-	codeTooManyStreams  = "too_many_streams"       // past the bound of open event streams; retry after Retry-After
-	codeTimeout         = "timeout"                // a request body that did not arrive in time
+	codeBadRequest          = "bad_request"            // a malformed body or parameter
+	codeInvalidResults      = "invalid_results"        // results that do not answer the pause: unknown, duplicate or missing ids
+	codeNotFound            = "not_found"              // no such run, step or route
+	codeUnknownAgent        = "unknown_agent"          // no agent file of that name in the agents directory
+	codeInvalidAgent        = "invalid_agent"          // an agent file that does not load
+	codeBusy                = "busy"                   // another driver holds the run
+	codeAlreadyAnswered     = "already_answered"       // results for a pause already answered
+	codeNotPaused           = "not_paused"             // results for a run that waits for none
+	codeEnded               = "ended"                  // the run has ended
+	codeTooLarge            = "too_large"              // a body over the limit
+	codeUnauthorized        = "unauthorized"           // no valid bearer token
+	codeMethod              = "method_not_allowed"     // a route without that method
+	codeInternal            = "internal"               // a fault the server's log explains
+	codeUnavailable         = "unavailable"            // the store cannot be reached now; retry after Retry-After
+	codeForbiddenHost       = "forbidden_host"         // a Host header this server does not answer to (DNS rebinding)
+	codeForbiddenOrigin     = "forbidden_origin"       // a state-changing request from another site's page
+	codeMediaType           = "unsupported_media_type" // a state-changing request without Content-Type: application/json
+	codeTooManyStreams      = "too_many_streams"       // past the bound of open event streams; retry after Retry-After
+	codeTimeout             = "timeout"                // a request body that did not arrive in time
+	codeInProgress          = "in_progress"            // a request with this Idempotency-Key is under way; retry after Retry-After
+	codeIdempotencyMismatch = "idempotency_mismatch"   // an Idempotency-Key used again with another body
 )
 
 // errorCodes are all the codes, as openapi.json lists them.
 var errorCodes = []string{codeBadRequest, codeInvalidResults, codeNotFound, codeUnknownAgent, codeInvalidAgent, codeBusy,
 	codeAlreadyAnswered, codeNotPaused, codeEnded, codeTooLarge, codeUnauthorized, codeMethod, codeInternal,
-	codeUnavailable, codeForbiddenHost, codeForbiddenOrigin, codeMediaType, codeTooManyStreams, codeTimeout}
+	codeUnavailable, codeForbiddenHost, codeForbiddenOrigin, codeMediaType, codeTooManyStreams, codeTimeout, codeInProgress, codeIdempotencyMismatch}
 
 // apiError is an error with its HTTP status and code.
 type apiError struct {
@@ -93,7 +95,7 @@ func classify(err error) *apiError {
 func writeError(w http.ResponseWriter, err error) {
 	e := classify(err)
 	msg := e.msg
-	ew, _ := w.(*errorWriter)
+	ew := serverWriter(w)
 	switch e.code {
 	case codeInternal, codeUnavailable:
 		if ew != nil {

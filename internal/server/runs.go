@@ -28,11 +28,11 @@ type route struct {
 
 // apiRoutes are the API's routes; a test keeps openapi.json true to them.
 var apiRoutes = []route{
-	{"POST", "/v1/runs", (*Server).createRun},
+	{"POST", "/v1/runs", idempotent(true, (*Server).createRun)},
 	{"GET", "/v1/runs", (*Server).listRuns},
 	{"GET", "/v1/runs/{id}", (*Server).getRun},
 	{"GET", "/v1/runs/{id}/steps", (*Server).getSteps},
-	{"POST", "/v1/runs/{id}/results", (*Server).postResults},
+	{"POST", "/v1/runs/{id}/results", idempotent(false, (*Server).postResults)},
 	{"POST", "/v1/runs/{id}/resume", (*Server).resumeRun},
 	{"POST", "/v1/runs/{id}/cancel", (*Server).cancelRun},
 	{"POST", "/v1/runs/{id}/fork", (*Server).forkRun},
@@ -83,11 +83,7 @@ func allowed(m *http.ServeMux, r *http.Request) []string {
 func decode(r *http.Request, v any, empty bool) error {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if !errors.As(err, &tooLarge) {
-			return errorf(http.StatusRequestTimeout, codeTimeout, "the body did not arrive whole: %v", err)
-		}
-		return classify(err)
+		return readError(err)
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		if empty {
@@ -143,7 +139,14 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	id, err := s.runner.Create(r.Context(), ag, req.Input)
+	runner := s.runner
+	if id := presetRunID(r.Context()); id != "" {
+		runner = s.runnerFor(id)
+	}
+	id, err := runner.Create(r.Context(), ag, req.Input)
+	if errors.Is(err, store.ErrExists) && id == "" && presetRunID(r.Context()) != "" {
+		id, err = presetRunID(r.Context()), nil // a retry that raced the first request's creation
+	}
 	if err != nil {
 		writeError(w, err)
 		return

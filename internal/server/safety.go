@@ -175,6 +175,21 @@ func (w *errorWriter) Flush() {
 
 func (w *errorWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
+// serverWriter finds the errorWriter under w's wrappers; nil when there is
+// none (a handler called outside Handler, in tests).
+func serverWriter(w http.ResponseWriter) *errorWriter {
+	for {
+		switch x := w.(type) {
+		case *errorWriter:
+			return x
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = x.Unwrap()
+		default:
+			return nil
+		}
+	}
+}
+
 // unavailable reports whether err says the store cannot be reached now (a
 // connection refused, reset or timed out, a database restarting or out of
 // space), as opposed to a fault in a request or a record.
@@ -244,6 +259,16 @@ func (s *Server) runOf(ri store.RunInfo, now time.Time) apiRun {
 		h.Owner, h.Host, h.PID = holderID(h.Owner), "", 0
 	}
 	return run
+}
+
+// readError is the error of a request body that could not be read whole:
+// over the limit (413) or not arrived in time (408).
+func readError(err error) error {
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		return classify(err)
+	}
+	return errorf(http.StatusRequestTimeout, codeTimeout, "the body did not arrive whole: %v", err)
 }
 
 // describeInternal is what a client reads of an error the server cannot

@@ -85,6 +85,8 @@ type Server struct {
 	hub    *hub
 	mux    *http.ServeMux
 	owner  string
+	// runnerOpts are the runner's options (runnerFor).
+	runnerOpts shell.Options
 	// streams counts the event streams open now (Config.MaxStreams).
 	streams streamGate
 
@@ -142,7 +144,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.owner = ro.Owner
 	ro.Observer = shell.Join(s.hub, cfg.Runner.Observer)
-	s.runner = shell.NewRunner(cfg.Store, &ro)
+	s.runner, s.runnerOpts = shell.NewRunner(cfg.Store, &ro), ro
 	s.workCtx, s.workStop = context.WithCancelCause(context.Background())
 	s.mux = s.routes()
 	return s, nil
