@@ -18,7 +18,9 @@ file in a temp dir, WAL): an agent with one internal echo tool and a scripted mo
 that calls it once per turn for N turns, then answers. For each N it prints per-turn
 latency (median, p99), total time, bytes per step, peak memory, the time to load the
 latest state and to replay the run, with synchronous=NORMAL, without checkpointing
-(the pure orchestration cost), and with synchronous=FULL for the --full sizes. Then
+(the pure orchestration cost), and for the --full sizes with the two other
+durabilities: CRITICAL (the default: FULL for the commits that must survive a power
+loss, NORMAL for a running run's common checkpoints) and FULL (every commit). Then
 the floor on this machine: a bare SQLite insert of the same bytes per step in the
 same mode (driven at the driver level, and as a database/sql transaction for
 reference), and the CBOR encoding of one step's delta. "x floor" is a row's turn
@@ -38,7 +40,7 @@ Bytes per step is then the growth of the store's tables and indexes once compact
 	c.run = func(e *env, args []string) int {
 		fs := e.flags(c)
 		ns := fs.String("n", "10,100,1000,10000", "run lengths in turns, comma-separated")
-		full := fs.String("full", "1000", "run lengths also measured with synchronous=FULL (\"\" for none)")
+		full := fs.String("full", "1000", "run lengths also measured with durability critical and full (\"\" for none)")
 		asJSON := fs.Bool("json", false, `print {"rows": [...], "floor": {...}}`)
 		dir := fs.String("dir", "", "where to put the databases (default: a temp dir, removed after)")
 		cold := fs.Bool("cold", false, "skip the warm-up run: the first size also pays for the process's start")

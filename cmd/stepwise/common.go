@@ -20,7 +20,25 @@ import (
 
 // dbFlag adds --db with its documented default.
 func (e *env) dbFlag(fs *flag.FlagSet) *string {
+	e.durability = fs.String("durability", "", "full: every commit survives a power loss; normal: a process crash only, faster (default $STEPWISE_DURABILITY, else full)")
 	return fs.String("db", "", "database: a SQLite file or a postgres:// URL (default $STEPWISE_DB, else ./stepwise.db)")
+}
+
+// durabilityOf is the --durability flag's value, else $STEPWISE_DURABILITY,
+// else full.
+func (e *env) durabilityOf() (store.Durability, error) {
+	v := ""
+	if e.durability != nil {
+		v = *e.durability
+	}
+	if v == "" {
+		v = e.getenv("STEPWISE_DURABILITY")
+	}
+	d, err := store.ParseDurability(v)
+	if err != nil {
+		return "", fmt.Errorf("--durability or STEPWISE_DURABILITY: %w", err)
+	}
+	return d, nil
 }
 
 func (e *env) dbPath(flagValue string) string {
@@ -39,7 +57,12 @@ func (e *env) dbPath(flagValue string) string {
 // missing file (or directory) is a usage error.
 func (e *env) openStore(cmd, flagValue string, readOnly bool) (store.Store, int) {
 	path := e.dbPath(flagValue)
-	db, err := openDB(path, readOnly)
+	d, err := e.durabilityOf()
+	if err != nil {
+		fmt.Fprintf(e.stderr, "stepwise %s: %v\n", cmd, err)
+		return nil, exitUsage
+	}
+	db, err := openDB(path, readOnly, d)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "stepwise %s: %v\n", cmd, err)
 		if errors.Is(err, store.ErrNotFound) {

@@ -22,12 +22,13 @@ func isPostgresURL(dsn string) bool {
 
 // openDB opens the store at dsn: a postgres:// (or postgresql://) URL, else
 // the path of a SQLite file (the embedded default). A read-only command
-// never creates a SQLite file: a missing one is store.ErrNotFound.
-func openDB(dsn string, readOnly bool) (store.Store, error) {
+// never creates a SQLite file: a missing one is store.ErrNotFound. d says
+// what a commit survives (store.Durability).
+func openDB(dsn string, readOnly bool, d store.Durability) (store.Store, error) {
 	if isPostgresURL(dsn) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		return postgres.Open(ctx, dsn, nil)
+		return postgres.Open(ctx, dsn, &postgres.Options{Durability: d})
 	}
-	return sqlite.Open(dsn, &sqlite.Options{MustExist: readOnly})
+	return sqlite.Open(dsn, &sqlite.Options{MustExist: readOnly, Sync: sqlite.SyncFor(d)})
 }

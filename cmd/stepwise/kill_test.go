@@ -58,7 +58,7 @@ func stepwiseCmd(db, log string, args ...string) *exec.Cmd {
 // finalConversation renders a completed run's conversation.
 func finalConversation(t *testing.T, db string) (string, string) {
 	t.Helper()
-	st, err := openDB(db, false)
+	st, err := openDB(db, false, store.DurabilityFull)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func finalConversation(t *testing.T, db string) (string, string) {
 }
 
 func runID(t *testing.T, db string) string {
-	st, err := openDB(db, false)
+	st, err := openDB(db, false, store.DurabilityFull)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,6 +51,9 @@ type env struct {
 	// atExit runs when the command ends, last registered first (the
 	// tracer's flush).
 	atExit []func()
+	// durability is the --durability flag of the command, when it opens a
+	// store (dbFlag).
+	durability *string
 }
 
 func main() {

@@ -65,7 +65,7 @@ func interruptedRun(t *testing.T, db, agentFile string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := openDB(db, false)
+	st, err := openDB(db, false, store.DurabilityFull)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,9 @@ over the database, with a pool of workers that drive runnable runs: new runs, an
 pauses, resumed runs, stalled runs whose retry time came, and runs whose server died.
 Several servers on one PostgreSQL database share the work. Runs are created from the
 agent files in --agents by name. With no token (--tokens-file, or STEPWISE_TOKENS, comma-
-separated) the server listens on a loopback address only. SIGTERM or SIGINT: no new runs
+separated) the server listens on a loopback address only, answers only to loopback Host
+names (and --allowed-hosts), and refuses a POST from another site's page (its Origin);
+every POST needs Content-Type: application/json. SIGTERM or SIGINT: no new runs
 are taken, the steps in flight finish (up to --grace), the runs are handed back, exit 0.`}
 	c.run = func(e *env, args []string) int {
 		fs := e.flags(c)
@@ -32,6 +34,9 @@ are taken, the steps in flight finish (up to --grace), the runs are handed back,
 		cors := fs.String("cors", "", "origins allowed to call the API from a browser, comma-separated (\"*\": any)")
 		grace := fs.Duration("grace", server.DefaultGrace, "how long a shutdown waits for the steps in flight")
 		maxBody := fs.Int64("max-body", server.DefaultMaxBody, "the largest request body, in bytes")
+		allowedHosts := fs.String("allowed-hosts", "", "with no token, host names the server answers to besides loopback names, comma-separated")
+		maxStreams := fs.Int("max-streams", server.DefaultMaxStreams, "the most event streams open at once (past it: 429)")
+		exposeHolders := fs.Bool("expose-holders", false, "show lease holders' host names and pids in API responses")
 		if _, code := e.parse(c, fs, args, 0, 0); code >= 0 {
 			return code
 		}
@@ -66,7 +71,8 @@ are taken, the steps in flight finish (up to --grace), the runs are handed back,
 			return code
 		}
 		srv, err := server.New(server.Config{Store: st, AgentsDir: *agentsDir, Workers: *workers, Tokens: tokens,
-			CORSOrigins: splitList(*cors), Grace: *grace, MaxBody: *maxBody, Runner: opts, Log: e.stderr})
+			CORSOrigins: splitList(*cors), Grace: *grace, MaxBody: *maxBody, Runner: opts, Log: e.stderr,
+			AllowedHosts: splitList(*allowedHosts), MaxStreams: *maxStreams, ExposeHolders: *exposeHolders})
 		if err != nil {
 			fmt.Fprintf(e.stderr, "stepwise serve: %v\n", err)
 			return exitUsage

@@ -24,8 +24,8 @@ import (
 type Options struct {
 	// Ns are the run lengths in turns (default 10, 100, 1000, 10000).
 	Ns []int
-	// FullNs are the lengths also run with synchronous=FULL (default: 1000
-	// when it is among Ns).
+	// FullNs are the lengths also run with the CRITICAL and FULL
+	// durabilities (default: 1000 when it is among Ns).
 	FullNs []int
 	// Dir holds the databases (default: a new temp dir, removed after).
 	Dir string
@@ -50,7 +50,7 @@ type Options struct {
 type Row struct {
 	N          int    `json:"n"`
 	Tools      int    `json:"tools"`
-	Sync       string `json:"sync"` // "NORMAL", "FULL", or "" without checkpoints
+	Sync       string `json:"sync"` // "NORMAL", "CRITICAL", "FULL", or "" without checkpoints
 	Checkpoint bool   `json:"checkpoint"`
 	Steps      int    `json:"steps"`
 	// Per turn: one model call and one tool call, both checkpointed.
@@ -186,9 +186,14 @@ func Run(opts Options) (Report, error) {
 			rep.Rows = append(rep.Rows, row)
 		}
 		for _, f := range opts.FullNs {
-			if f == n {
-				opts.Progress(fmt.Sprintf("N=%d FULL", n))
-				row, _, err := runOnce(opts.Dir, n, "FULL", floorBytes, opts.Tools)
+			if f != n {
+				continue
+			}
+			// The durabilities besides NORMAL: the default (CRITICAL)
+			// and FULL (store.Durability).
+			for _, mode := range []string{"CRITICAL", "FULL"} {
+				opts.Progress(fmt.Sprintf("N=%d %s", n, mode))
+				row, _, err := runOnce(opts.Dir, n, mode, floorBytes, opts.Tools)
 				if err != nil {
 					return rep, err
 				}
@@ -326,10 +331,7 @@ func runOnce(dir string, n int, mode string, floorBytes, tools int) (Row, core.S
 	var db *sqlite.SQLite
 	var empty int64 // the file with its schema and no run
 	if mode != "" {
-		sync := sqlite.SyncNormal
-		if mode == "FULL" {
-			sync = sqlite.SyncFull
-		}
+		sync := sqlite.Sync(mode) // NORMAL, CRITICAL or FULL
 		var err error
 		if db, err = sqlite.Open(path, &sqlite.Options{Sync: sync}); err != nil {
 			return row, core.State{}, err

@@ -277,7 +277,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		if ri, err = s.cfg.Store.Run(r.Context(), id); err == nil {
 			full, err := s.runJSONOf(r.Context(), ri)
 			if err != nil {
-				full = runOf(ri, time.Now())
+				full = s.runOf(ri, time.Now())
 			}
 			if run := jsonText(full); run != lastRun {
 				fmt.Fprintf(w, "event: run\ndata: %s\n\n", run)
@@ -332,17 +332,17 @@ func (s *Server) longPoll(w http.ResponseWriter, r *http.Request, id string, aft
 			return
 		}
 		if len(steps) > 0 || ri.Status.Ended() {
-			writeJSON(w, http.StatusOK, map[string]any{"steps": nonNilSteps(steps), "run": runOf(ri, time.Now())})
+			writeJSON(w, http.StatusOK, map[string]any{"steps": nonNilSteps(steps), "run": s.runOf(ri, time.Now())})
 			return
 		}
 		select {
 		case <-r.Context().Done():
 			return
 		case <-s.hub.closed:
-			writeJSON(w, http.StatusOK, map[string]any{"steps": []apiStep{}, "run": runOf(ri, time.Now())})
+			writeJSON(w, http.StatusOK, map[string]any{"steps": []apiStep{}, "run": s.runOf(ri, time.Now())})
 			return
 		case <-deadline.C:
-			writeJSON(w, http.StatusOK, map[string]any{"steps": []apiStep{}, "run": runOf(ri, time.Now())})
+			writeJSON(w, http.StatusOK, map[string]any{"steps": []apiStep{}, "run": s.runOf(ri, time.Now())})
 			return
 		case <-wake:
 		case <-poll.C:

@@ -28,16 +28,16 @@ type route struct {
 
 // apiRoutes are the API's routes; a test keeps openapi.json true to them.
 var apiRoutes = []route{
-	{"POST", "/v1/runs", (*Server).createRun},
+	{"POST", "/v1/runs", idempotent(true, (*Server).createRun)},
 	{"GET", "/v1/runs", (*Server).listRuns},
 	{"GET", "/v1/runs/{id}", (*Server).getRun},
 	{"GET", "/v1/runs/{id}/steps", (*Server).getSteps},
-	{"POST", "/v1/runs/{id}/results", (*Server).postResults},
+	{"POST", "/v1/runs/{id}/results", idempotent(false, (*Server).postResults)},
 	{"POST", "/v1/runs/{id}/resume", (*Server).resumeRun},
 	{"POST", "/v1/runs/{id}/cancel", (*Server).cancelRun},
 	{"POST", "/v1/runs/{id}/fork", (*Server).forkRun},
 	{"POST", "/v1/runs/{id}/replay", (*Server).replayRun},
-	{"GET", "/v1/runs/{id}/events", (*Server).events},
+	{"GET", "/v1/runs/{id}/events", limitStreams((*Server).events)},
 	{"GET", "/v1/agents", (*Server).listAgents},
 	{"GET", "/openapi.json", (*Server).openAPI},
 	{"GET", "/healthz", func(_ *Server, w http.ResponseWriter, _ *http.Request) {
@@ -83,7 +83,7 @@ func allowed(m *http.ServeMux, r *http.Request) []string {
 func decode(r *http.Request, v any, empty bool) error {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
-		return classify(err)
+		return readError(err)
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		if empty {
@@ -139,7 +139,14 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	id, err := s.runner.Create(r.Context(), ag, req.Input)
+	runner := s.runner
+	if id := presetRunID(r.Context()); id != "" {
+		runner = s.runnerFor(id)
+	}
+	id, err := runner.Create(r.Context(), ag, req.Input)
+	if errors.Is(err, store.ErrExists) && id == "" && presetRunID(r.Context()) != "" {
+		id, err = presetRunID(r.Context()), nil // a retry that raced the first request's creation
+	}
 	if err != nil {
 		writeError(w, err)
 		return
@@ -205,7 +212,7 @@ func (s *Server) runJSON(ctx context.Context, id string) (apiRun, error) {
 // runJSONOf is runJSON of a run already read.
 func (s *Server) runJSONOf(ctx context.Context, ri store.RunInfo) (apiRun, error) {
 	id := ri.ID
-	run := runOf(ri, time.Now())
+	run := s.runOf(ri, time.Now())
 	st, seq, err := s.runner.Latest(ctx, id, ri.LastSeq)
 	if err != nil {
 		return apiRun{}, err
@@ -271,7 +278,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 			out.Next = encodeCursor(store.CursorOf(runs[i-1]))
 			break
 		}
-		out.Runs = append(out.Runs, runOf(ri, now))
+		out.Runs = append(out.Runs, s.runOf(ri, now))
 	}
 	writeJSON(w, http.StatusOK, out)
 }

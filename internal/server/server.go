@@ -58,6 +58,23 @@ type Config struct {
 	Runner shell.Options
 	// Log receives one line per notable event (nil: discarded).
 	Log io.Writer
+	// AllowedHosts are the Host names a server without tokens answers to
+	// besides loopback names (localhost, 127.0.0.1, ::1): a DNS name the
+	// operator gave this machine. Any other Host is refused (421), which
+	// stops a page that rebinds its own name to this address.
+	AllowedHosts []string
+	// ExposeHolders shows lease holders' host names and pids in API
+	// responses; off, a holder is an opaque id.
+	ExposeHolders bool
+	// MaxStreams bounds the event streams (and long polls) open at once
+	// (DefaultMaxStreams); past it a new one gets 429 with Retry-After.
+	MaxStreams int
+	// BodyTimeout bounds how long a request body may take to arrive
+	// (DefaultBodyTimeout).
+	BodyTimeout time.Duration
+	// IdleTimeout closes a kept-alive connection idle for that long
+	// (DefaultIdleTimeout).
+	IdleTimeout time.Duration
 }
 
 // Server is the HTTP API, its workers and the inspector.
@@ -68,6 +85,10 @@ type Server struct {
 	hub    *hub
 	mux    *http.ServeMux
 	owner  string
+	// runnerOpts are the runner's options (runnerFor).
+	runnerOpts shell.Options
+	// streams counts the event streams open now (Config.MaxStreams).
+	streams streamGate
 
 	wake     chan struct{} // a runnable run may be waiting
 	ready    chan string   // runs this server made runnable, for a worker (dispatch)
@@ -101,26 +122,37 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
 	}
+	if cfg.MaxStreams <= 0 {
+		cfg.MaxStreams = DefaultMaxStreams
+	}
+	if cfg.BodyTimeout <= 0 {
+		cfg.BodyTimeout = DefaultBodyTimeout
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
 	ag, err := newAgents(cfg.AgentsDir)
 	if err != nil {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, agents: ag, hub: newHub(), wake: make(chan struct{}, 1), ready: make(chan string, cfg.Workers), stop: make(chan struct{}),
 		active: map[string]context.CancelCauseFunc{}}
+	s.streams.max = int64(cfg.MaxStreams)
 	ro := cfg.Runner
 	if ro.Owner == "" {
 		ro.Owner = shell.NewOwner()
 	}
 	s.owner = ro.Owner
 	ro.Observer = shell.Join(s.hub, cfg.Runner.Observer)
-	s.runner = shell.NewRunner(cfg.Store, &ro)
+	s.runner, s.runnerOpts = shell.NewRunner(cfg.Store, &ro), ro
 	s.workCtx, s.workStop = context.WithCancelCause(context.Background())
 	s.mux = s.routes()
 	return s, nil
 }
 
-// Handler is the server's HTTP handler: authentication, CORS and body
-// limits around the routes.
+// Handler is the server's HTTP handler: the Host, Origin and Content-Type
+// rules, security headers, authentication, CORS and body limits around the
+// routes.
 func (s *Server) Handler() http.Handler { return s.guard(s.mux) }
 
 // Start starts the workers.
@@ -171,7 +203,9 @@ func (s *Server) ListenAndServe(ctx context.Context, addr string) error {
 
 // Serve serves on ln until ctx ends, then shuts down.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}
+	// No ReadTimeout or WriteTimeout: they would cut event streams short.
+	// A body's deadline is set per request (Config.BodyTimeout).
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: s.cfg.IdleTimeout, MaxHeaderBytes: 64 << 10}
 	s.Start()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -204,10 +238,19 @@ func loopback(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// guard applies authentication, CORS and the body limit.
+// guard applies the safety rules (see screen), security headers,
+// authentication, CORS and the body limit.
 func (s *Server) guard(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("X-Content-Type-Options", "nosniff")
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		w := &errorWriter{ResponseWriter: rw, s: s}
+		securityHeaders(w.Header())
+		if r.Method != http.MethodOptions && !s.screen(w, r) {
+			return
+		}
+		if r.Method == http.MethodOptions && !s.hostAllowed(r) {
+			writeError(w, errorf(http.StatusMisdirectedRequest, codeForbiddenHost, "this server does not answer to the host %q", r.Host))
+			return
+		}
 		if origin := r.Header.Get("Origin"); origin != "" && s.corsAllows(origin) {
 			w.Header().Set("Access-Control-Allow-Origin", origin)
 			w.Header().Set("Vary", "Origin")

@@ -75,12 +75,12 @@ func newFixture(t testing.TB, cfg Config) *fixture {
 	if cfg.AgentsDir == "" {
 		cfg.AgentsDir = agentsDir(t)
 	}
-	path := filepath.Join(t.TempDir(), "serve.db")
-	st, err := sqlite.Open(path, nil)
-	if err != nil {
-		t.Fatal(err)
+	path := ""
+	if cfg.Store == nil {
+		path = filepath.Join(t.TempDir(), "serve.db")
+		cfg.Store = openSQLiteAt(t, path)
 	}
-	cfg.Store = st
+	st := cfg.Store
 	if cfg.Poll == 0 {
 		cfg.Poll = 20 * time.Millisecond
 	}
@@ -96,6 +96,23 @@ func newFixture(t testing.TB, cfg Config) *fixture {
 		st.Close()
 	})
 	return &fixture{t: t, srv: s, url: hs.URL, db: path}
+}
+
+// openSQLite opens a store on a new SQLite file.
+func openSQLite(t testing.TB) *sqlite.SQLite {
+	t.Helper()
+	st := openSQLiteAt(t, filepath.Join(t.TempDir(), "serve.db"))
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+func openSQLiteAt(t testing.TB, path string) *sqlite.SQLite {
+	t.Helper()
+	st, err := sqlite.Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }
 
 type reply struct {
@@ -118,7 +135,14 @@ func (f *fixture) do(method, path string, body any, header ...string) reply {
 		rd = bytes.NewReader(j)
 	}
 	req, _ := http.NewRequest(method, f.url+path, rd)
+	if method == http.MethodPost {
+		req.Header.Set("Content-Type", "application/json") // a header below may replace it
+	}
 	for i := 0; i+1 < len(header); i += 2 {
+		if header[i] == "Host" {
+			req.Host = header[i+1]
+			continue
+		}
 		req.Header.Set(header[i], header[i+1])
 	}
 	resp, err := http.DefaultClient.Do(req)

@@ -25,6 +25,11 @@ type Options struct {
 	// if it does not exist, and every connection uses it (search_path).
 	// Empty: the connection's default search_path (usually public).
 	Schema string
+	// Durability is store.DurabilityFull (default: synchronous_commit as
+	// the server sets it, on unless an administrator changed it) or
+	// store.DurabilityNormal (synchronous_commit=off for the store's
+	// connections: a commit returns before its WAL reaches disk).
+	Durability store.Durability
 	// MaxConns caps the connection pool (default: pgxpool's, the larger of
 	// 4 and the number of CPUs).
 	MaxConns int32
@@ -66,6 +71,9 @@ func Open(ctx context.Context, url string, opts *Options) (*Postgres, error) {
 	}
 	if o.tracer != nil {
 		cfg.ConnConfig.Tracer = o.tracer
+	}
+	if o.Durability == store.DurabilityNormal {
+		cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
 	}
 	where := cfg.ConnConfig.Host + "/" + cfg.ConnConfig.Database
 	if o.Schema != "" {

@@ -2,8 +2,10 @@ package sqlite
 
 import (
 	"context"
+	"database/sql/driver"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/mattn/go-sqlite3"
@@ -137,6 +139,20 @@ func (s *SQLite) writeBatch(batch []*writeReq) {
 		return
 	}
 	defer conn.Close()
+	if s.critical && slices.ContainsFunc(batch, func(q *writeReq) bool { return q.fn != nil }) {
+		// Everything but a running run's common checkpoint (q.fn == nil)
+		// must survive a power loss: this commit syncs the WAL, which
+		// makes every commit before it durable too.
+		if _, err := conn.ExecContext(context.Background(), "PRAGMA synchronous=FULL"); err != nil {
+			fail(fmt.Errorf("synchronous=FULL: %w", err))
+			return
+		}
+		defer func() {
+			if _, err := conn.ExecContext(context.Background(), "PRAGMA synchronous=NORMAL"); err != nil {
+				conn.Raw(func(any) error { return driver.ErrBadConn }) // the next write gets a fresh connection
+			}
+		}()
+	}
 	tx := &wtx{Conn: conn, s: s}
 	if err := tx.hot(func(h *hotStmts) error { return h.exec(hotBegin) }); err != nil {
 		tx.rollback()

@@ -10,7 +10,12 @@
 //     to it and the state (action.Next()), and sets the run's status from the
 //     action. A checkpoint is durable when Checkpoint returns: with
 //     SyncNormal it survives a crash of the process, with SyncFull also a
-//     power loss. A failed checkpoint writes nothing.
+//     power loss; with SyncCritical (the default) a run's creation, its
+//     intents and outcomes, leases, and every checkpoint that changes its
+//     status (a pause, a stall, its end) survive a power loss, and a
+//     running run's common checkpoint a crash of the process (each synced
+//     commit makes those before it durable). A failed checkpoint writes
+//     nothing.
 //   - Steps are append-only and contiguous from 0. The state loaded at any
 //     step (LoadStep, LoadLatest, Steps) encodes, with core.EncodeState, to
 //     exactly the bytes of the state that was checkpointed; actions and

@@ -18,18 +18,21 @@ import (
 // Sync is SQLite's synchronous setting for the store.
 type Sync string
 
-// Sync settings. With NORMAL (the default) a committed step survives a crash
-// of the process; with FULL it also survives a power loss, at the price of an
-// fsync per step.
+// Sync settings. With FULL a committed step survives a power loss, at the
+// price of an fsync of the WAL per commit; with NORMAL it survives a crash
+// of the process only; with CRITICAL (the default) the commits that must
+// survive a power loss are FULL and a running run's common checkpoints
+// NORMAL (store.DurabilityCritical).
 const (
-	SyncNormal Sync = "NORMAL"
-	SyncFull   Sync = "FULL"
+	SyncNormal   Sync = "NORMAL"
+	SyncFull     Sync = "FULL"
+	SyncCritical Sync = "CRITICAL"
 )
 
 // Options tune a store. A nil *Options, and every zero field, means the
 // default.
 type Options struct {
-	// Sync is SyncNormal (default) or SyncFull.
+	// Sync is SyncCritical (default), SyncFull or SyncNormal.
 	Sync Sync
 	// BusyTimeout is how long a write waits for another process holding
 	// the write lock before it fails (default 5s).
@@ -49,6 +52,9 @@ type Options struct {
 type SQLite struct {
 	path string
 	now  func() time.Time
+	// critical: the connections are NORMAL and a batch with a write other
+	// than a running run's common checkpoint commits FULL (SyncCritical).
+	critical bool
 	// w is the write pool: one connection, transactions BEGIN IMMEDIATE
 	// (write.go), so writers in this process queue in Go and take the lock
 	// up front.
@@ -67,6 +73,17 @@ type SQLite struct {
 
 var _ store.Store = (*SQLite)(nil)
 
+// SyncFor is the Sync setting of a durability.
+func SyncFor(d store.Durability) Sync {
+	switch d {
+	case store.DurabilityNormal:
+		return SyncNormal
+	case store.DurabilityFull:
+		return SyncFull
+	}
+	return SyncCritical
+}
+
 // Open opens (creating if needed) the store in the SQLite file at path and
 // brings its schema up to date. A database written by a newer stepwise is
 // refused with ErrNewerSchema.
@@ -77,10 +94,10 @@ func Open(path string, opts *Options) (*SQLite, error) {
 	}
 	switch o.Sync = Sync(strings.ToUpper(string(o.Sync))); o.Sync {
 	case "":
-		o.Sync = SyncNormal
-	case SyncNormal, SyncFull:
+		o.Sync = SyncCritical
+	case SyncNormal, SyncFull, SyncCritical:
 	default:
-		return nil, fmt.Errorf("open store: sync %q: want %q or %q", o.Sync, SyncNormal, SyncFull)
+		return nil, fmt.Errorf("open store: sync %q: want %q, %q or %q", o.Sync, SyncCritical, SyncNormal, SyncFull)
 	}
 	if o.BusyTimeout <= 0 {
 		o.BusyTimeout = 5 * time.Second
@@ -105,14 +122,18 @@ func Open(path string, opts *Options) (*SQLite, error) {
 	} else if fi.IsDir() {
 		return nil, fmt.Errorf("open store: %s is a directory, not a database file", abs)
 	}
-	s := &SQLite{path: abs, now: o.Now}
+	s := &SQLite{path: abs, now: o.Now, critical: o.Sync == SyncCritical}
+	connSync := o.Sync
+	if s.critical {
+		connSync = SyncNormal // raised to FULL around the commits that must survive a power loss (batch.go)
+	}
 	// The schema declares its foreign keys, but SQLite does not enforce
 	// them: every key a write uses comes from a row read in the same
 	// transaction or an earlier committed one, and runs and entities are
 	// never deleted, so they hold by construction (TestForeignKeysHold
 	// checks every write path), and enforcing them would cost a lookup in
 	// runs per step (docs/adr/0008-write-path.md).
-	params := fmt.Sprintf("_busy_timeout=%d&_foreign_keys=0&_synchronous=%s", o.BusyTimeout.Milliseconds(), o.Sync)
+	params := fmt.Sprintf("_busy_timeout=%d&_foreign_keys=0&_synchronous=%s", o.BusyTimeout.Milliseconds(), connSync)
 	if s.w, err = sql.Open("sqlite3", dsn(abs, params+"&_txlock=immediate&_stmt_cache_size=16")); err != nil {
 		return nil, fmt.Errorf("open store %s: %w", abs, err)
 	}

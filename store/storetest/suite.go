@@ -64,6 +64,7 @@ func Run(t *testing.T, h Harness) {
 		{"CancelRequests", testCancelRequests},
 		{"WriteSize", testWriteSize},
 		{"ToolCache", testToolCache},
+		{"Idempotency", testIdempotency},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, h) })
 	}

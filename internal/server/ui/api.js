@@ -68,7 +68,9 @@ export async function api(method, path, body) {
     const headers = { Accept: 'application/json' };
     const t = token();
     if (t) headers.Authorization = `Bearer ${t}`;
-    if (body !== undefined) headers['Content-Type'] = 'application/json';
+    // Every POST says JSON, with a body or not: the server refuses a
+    // state-changing request that does not (another site's page cannot).
+    if (body !== undefined || method === 'POST') headers['Content-Type'] = 'application/json';
     let resp;
     try {
       resp = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
