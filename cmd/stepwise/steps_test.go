@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/stepwise-agent/stepwise/internal/server"
+	"github.com/stepwise-agent/stepwise/store"
 )
 
 // apiStepsView is what the test reads of GET /v1/runs/{id}/steps.
@@ -110,7 +111,7 @@ func TestOneMeaningOfStep(t *testing.T) {
 	}
 
 	// The API, in process over the same database.
-	st, err := openDB(db, true)
+	st, err := openDB(db, true, store.DurabilityCritical)
 	if err != nil {
 		t.Fatal(err)
 	}
