@@ -14,8 +14,11 @@ import (
 	"github.com/stepwise-agent/stepwise/store"
 )
 
-// Harness opens the stores of one backend for the suite. Every function is
-// required.
+// Harness opens the stores of one backend for the suite. Open, Reopen,
+// Corrupt and Size are required. The fields after them are optional hooks
+// into the backend's storage, each documented: a case that needs a hook
+// the harness leaves nil skips, naming the hook; an assertion that needs
+// one is left out. Our backends set them all.
 type Harness struct {
 	// Open opens a fresh, empty store (a database or schema of its own)
 	// whose clock is now (nil: the store's own). The suite closes it.
@@ -32,41 +35,80 @@ type Harness struct {
 	// bodies of its step rows and segments, and the tool lists they refer
 	// to (each counted once).
 	Size func(t *testing.T, s store.Store, runID string) int64
+
+	// Damage, optional, damages a stored record in place, as a failing
+	// disk or a hand editing the database would (see Damage): the
+	// corruption cases need it.
+	Damage func(t *testing.T, s store.Store, d Damage)
+	// Dump, optional, is every row of the store's database in a stable
+	// order, blobs as their bytes (so that text stored in them shows):
+	// the fencing cases compare it before and after refused writes, and
+	// the tool cache's looks for arguments in it.
+	Dump func(t *testing.T, s store.Store) []byte
+	// Segments, optional, is how many segments (copies of the messages of
+	// a range of steps, codec.SegmentSteps long) the store holds for run
+	// runID; the round-trip and export cases check the count.
+	Segments func(t *testing.T, s store.Store, runID string) int
+	// Remembers, optional, reports whether s holds run runID's tail (its
+	// last step) in memory, so that its next checkpoint does not read it
+	// back: the cases about a stale tail check that they take that path.
+	Remembers func(s store.Store, runID string) bool
+	// Idle, optional, reports whether s holds no write half done (no
+	// transaction left open on its write connection); the suite checks it
+	// after writes that fail.
+	Idle func(t *testing.T, s store.Store) bool
 }
 
 // Run runs the conformance suite against the stores h opens.
 func Run(t *testing.T, h Harness) {
 	if h.Open == nil || h.Reopen == nil || h.Corrupt == nil || h.Size == nil {
-		t.Fatal("storetest: every Harness function is required")
+		t.Fatal("storetest: Harness.Open, Reopen, Corrupt and Size are required")
 	}
-	for _, c := range []struct {
-		name string
-		fn   func(*testing.T, Harness)
-	}{
-		{"Checkpoints", testCheckpoints},
-		{"CheckpointRefusals", testCheckpointRefusals},
-		{"RoundTrip", testRoundTrip},
-		{"StepsFrom", testStepsFrom},
-		{"StatusTransitions", testStatusTransitions},
-		{"Leases", testLeases},
-		{"Fencing", testFencing},
-		{"Intents", testIntents},
-		{"AgentChanges", testAgentChanges},
-		{"ExportImport", testExportImport},
-		{"ListRuns", testListRuns},
-		{"Memory", testMemory},
-		{"MemoryCreate", testMemoryCreate},
-		{"MemoryTraverse", testMemoryTraverse},
-		{"Corruption", testCorruption},
-		{"ConcurrentRuns", testConcurrentRuns},
-		{"RacingAcquirers", testRacingAcquirers},
-		{"Claim", testClaim},
-		{"CancelRequests", testCancelRequests},
-		{"WriteSize", testWriteSize},
-		{"ToolCache", testToolCache},
-	} {
+	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, h) })
 	}
+}
+
+// cases are the suite's cases, run in this order as subtests of Run.
+var cases = []struct {
+	name string
+	fn   func(*testing.T, Harness)
+}{
+	{"Checkpoints", testCheckpoints},
+	{"CheckpointRefusals", testCheckpointRefusals},
+	{"CheckpointCancelled", testCheckpointCancelled},
+	{"RoundTrip", testRoundTrip},
+	{"RoundTripSegments", testRoundTripSegments},
+	{"StepsFrom", testStepsFrom},
+	{"StatusTransitions", testStatusTransitions},
+	{"StalledAndAgentChanges", testStalledAndAgentChanges},
+	{"Leases", testLeases},
+	{"Fencing", testFencing},
+	{"FenceHoldsAgainstAcquire", testFenceHoldsAgainstAcquire},
+	{"AnotherWriter", testAnotherWriter},
+	{"StaleTailSameLease", testStaleTailSameLease},
+	{"Intents", testIntents},
+	{"IntentsReopened", testIntentsReopened},
+	{"AgentChanges", testAgentChanges},
+	{"ExportImport", testExportImport},
+	{"ExportImportSteps", testExportImportSteps},
+	{"ImportValidates", testImportValidates},
+	{"FreeText", testFreeText},
+	{"ListRuns", testListRuns},
+	{"ListRunsCursor", testListRunsCursor},
+	{"Memory", testMemory},
+	{"MemoryCreate", testMemoryCreate},
+	{"MemoryConcurrentCreate", testMemoryConcurrentCreate},
+	{"MemoryTraverse", testMemoryTraverse},
+	{"MemorySearch", testMemorySearch},
+	{"Corruption", testCorruption},
+	{"ConcurrentRuns", testConcurrentRuns},
+	{"RacingAcquirers", testRacingAcquirers},
+	{"Claim", testClaim},
+	{"CancelRequests", testCancelRequests},
+	{"WriteSize", testWriteSize},
+	{"ToolCache", testToolCache},
+	{"ToolCacheCorrupt", testToolCacheCorrupt},
 }
 
 // Clock is a clock the suite moves by hand; safe for concurrent use.
