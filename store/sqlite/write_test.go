@@ -205,4 +205,3 @@ func TestForeignKeysHold(t *testing.T) {
 		t.Fatalf("the paths were not all exercised: %d steps, %d segments, %d intents, %d relations", steps, segments, intents, relations)
 	}
 }
-
