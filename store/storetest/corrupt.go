@@ -263,7 +263,10 @@ func corruptParallelDecode(t *testing.T, h Harness) {
 func testToolCacheCorrupt(t *testing.T, h Harness) {
 	ctx := context.Background()
 	s := open(t, h, nil)
-	tc := s.(store.ToolCache)
+	tc, ok := s.(store.ToolCache)
+	if !ok {
+		t.Fatalf("the store (%T) does not implement store.ToolCache", s)
+	}
 	key := store.ToolCacheKey("agent", "lookup", "v1", []byte(`{"q":"argument-text-7731"}`))
 	must(t, tc.CacheResult(ctx, store.CachedResult{Key: key, Tool: "lookup", Output: "a desk lamp"}, time.Hour))
 	if rows := dump(t, h, s); h.Dump != nil && (bytes.Contains(rows, []byte("argument-text-7731")) || !bytes.Contains(rows, []byte("a desk lamp"))) {

@@ -224,9 +224,12 @@ func testFencing(t *testing.T, h Harness) {
 	if after := dump(t, h, s); !bytes.Equal(rows, after) {
 		t.Fatalf("a write with a lost lease changed the database:\n%s\n---\n%s", rows, after)
 	}
-	// The new holder writes.
+	// The new holder writes (and the dump shows it).
 	must(t, other.Checkpoint(ctx, next, cp2))
 	must(t, other.RecordOutcome(ctx, next, 1, core.ToolResult{CallID: "c1", Output: "done"}))
+	if h.Dump != nil && bytes.Equal(rows, dump(t, h, s)) {
+		t.Fatal("Harness.Dump does not show the new holder's writes")
+	}
 	// A released lease fences nothing either, on the remembered tail too.
 	must(t, other.Release(ctx, next))
 	if err := other.Checkpoint(ctx, next, g.next()); !errors.Is(err, store.ErrLeaseLost) {
