@@ -50,7 +50,7 @@
 //     commits before the new holder reads the run back, or sees the new
 //     lease and inserts nothing. Without it, an insert that checked the
 //     token just before a take-over could commit just after it
-//     (TestFenceHoldsAgainstAcquire fails that way). The primary key
+//     (storetest's FenceHoldsAgainstAcquire fails that way). The primary key
 //     (rk, seq) is the last fence: a second writer's step is store.ErrSeq.
 //   - The common checkpoint (the run's tail known from the store's cache,
 //     the status unchanged, no segment to close, no new tool list) is that
@@ -113,7 +113,7 @@
 // SQLite store computes it from FTS4's matchinfo (k1 1.2, b 0.75, field
 // weights 3, 1, 1; document frequencies and average field lengths over all
 // namespaces, as FTS4 counts them), so the two stores rank the same memory
-// the same way with the same scores (TestMemorySearchAgreesWithSQLite).
+// the same way with the same scores (storetest.Across, from TestAcrossSQLite).
 // Term frequencies are exact up to 256 occurrences of a word among the
 // first 16,383 words of a field (PostgreSQL's limits on a tsvector's
 // positions); words over 2,046 bytes are not indexed.

@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -137,39 +136,6 @@ func newManualClock() *manualClock {
 func (c *manualClock) now() time.Time      { return time.Unix(0, c.ns.Load()).UTC() }
 func (c *manualClock) add(d time.Duration) { c.ns.Add(int64(d)) }
 
-func encState(t tb, st core.State) []byte {
-	t.Helper()
-	b, err := core.EncodeState(st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-func encAction(t tb, a core.Action) []byte {
-	t.Helper()
-	if a == nil {
-		return nil
-	}
-	b, err := core.EncodeAction(a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-func encResult(t tb, r core.Result) []byte {
-	t.Helper()
-	if r == nil {
-		return nil
-	}
-	b, err := core.EncodeResult(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 // tb is what the helpers need of *testing.T and *rapid.T.
 type tb interface {
 	Helper()
@@ -275,26 +241,6 @@ func (g *synth) next() store.Checkpoint {
 	return cp
 }
 
-// sameStep checks that a loaded record equals, byte for byte, what was saved.
-func sameStep(t tb, rec store.StepRecord, seq int, st core.State, a core.Action, r core.Result) {
-	t.Helper()
-	if rec.Seq != seq {
-		t.Fatalf("seq %d, want %d", rec.Seq, seq)
-	}
-	if got, want := encState(t, rec.State), encState(t, st); !bytes.Equal(got, want) {
-		t.Fatalf("step %d: state differs:\n got %x\nwant %x", seq, got, want)
-	}
-	if got, want := encAction(t, rec.Action), encAction(t, a); !bytes.Equal(got, want) {
-		t.Fatalf("step %d: action differs:\n got %x\nwant %x", seq, got, want)
-	}
-	if a != nil && !bytes.Equal(encState(t, rec.Action.Next()), encState(t, st)) {
-		t.Fatalf("step %d: the action's Next() is not the state", seq)
-	}
-	if got, want := encResult(t, rec.Result), encResult(t, r); !bytes.Equal(got, want) {
-		t.Fatalf("step %d: result differs:\n got %x\nwant %x", seq, got, want)
-	}
-}
-
 // leases are the leases the tests hold, by store and run.
 var leases sync.Map // leaseKey -> store.Lease
 
@@ -329,10 +275,6 @@ func leaseOf(t tb, s leaseStore, id string) store.Lease {
 	return l
 }
 
-// forgetLease drops the cached lease of run id through s (after another
-// store took the run over).
-func forgetLease(s any, id string) { leases.Delete(leaseKey{s, id}) }
-
 // flip inverts one byte (at, modulo its length) of a bytea column of the
 // row of table where matches, leaving its checksum as it is.
 func flip(t *testing.T, s *Postgres, table, column, where string, at int) {
@@ -344,18 +286,6 @@ func flip(t *testing.T, s *Postgres, table, column, where string, at int) {
 	}
 	b[at%len(b)] ^= 0x20
 	exec(t, s, `UPDATE `+table+` SET `+column+` = $1 WHERE `+where, b)
-}
-
-func wantCorrupt(t *testing.T, err error, names ...string) {
-	t.Helper()
-	if !errors.Is(err, store.ErrCorrupt) {
-		t.Fatalf("got %v, want store.ErrCorrupt", err)
-	}
-	for _, n := range names {
-		if !strings.Contains(err.Error(), n) {
-			t.Fatalf("error %q does not name %q", err, n)
-		}
-	}
 }
 
 // rkOf is the run's key.

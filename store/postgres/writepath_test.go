@@ -16,38 +16,6 @@ import (
 // The write path: how many round trips a checkpoint takes, and what fences
 // it (see doc.go).
 
-// TestStaleTailSameLease: the run's (run, seq) key is the last fence. A
-// store whose remembered tail is stale while its lease is still the run's
-// (a second store of the same holder appended) gets ErrSeq from the
-// primary key, writing nothing, and its next checkpoint reads back.
-func TestStaleTailSameLease(t *testing.T) {
-	t.Parallel()
-	a := openTest(t)
-	b := reopen(t, a, nil)
-	ctx := context.Background()
-	l, err := a.CreateRun(ctx, store.NewRun{ID: "r", Agent: "x", Initial: synthInitial("r"), Owner: "h/1/x", LeaseTTL: 3600e9})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := newSynth("r")
-	if err := a.Checkpoint(ctx, l, g.next()); err != nil {
-		t.Fatal(err)
-	}
-	cp2 := g.next()
-	if err := b.Checkpoint(ctx, l, cp2); err != nil { // the same lease, through another store
-		t.Fatal(err)
-	}
-	if err := a.Checkpoint(ctx, l, cp2); !errors.Is(err, store.ErrSeq) {
-		t.Fatalf("a stale tail's step: %v, want ErrSeq", err)
-	}
-	if err := a.Checkpoint(ctx, l, g.next()); err != nil {
-		t.Fatalf("the next step, read back: %v", err)
-	}
-	if rec, err := b.LoadLatest(ctx, "r"); err != nil || rec.Seq != 3 {
-		t.Fatalf("latest: %d %v", rec.Seq, err)
-	}
-}
-
 // countTracer counts the statements and batches a store sends.
 type countTracer struct {
 	mu      sync.Mutex

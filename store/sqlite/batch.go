@@ -172,7 +172,7 @@ func (s *SQLite) writeBatch(batch []*writeReq) {
 				return err
 			})
 			if se, ok := errors.AsType[sqlite3.Error](err); ok && se.Code == sqlite3.ErrConstraint {
-				q.err = fmt.Errorf("insert step: %w", err) // this statement alone rolled back
+				q.err = insertStepErr(err) // this statement alone rolled back
 				continue
 			}
 			if err != nil {
@@ -224,4 +224,15 @@ func (s *SQLite) writeBatch(batch []*writeReq) {
 		tx.rollback()
 		fail(fmt.Errorf("commit: %w", err))
 	}
+}
+
+// insertStepErr wraps the error of a step's insert. A step already stored
+// at its seq (another store of the same holder wrote it, so this store's
+// remembered tail was stale) is ErrSeq, as the package doc promises.
+func insertStepErr(err error) error {
+	if se, ok := errors.AsType[sqlite3.Error](err); ok &&
+		(se.ExtendedCode == sqlite3.ErrConstraintPrimaryKey || se.ExtendedCode == sqlite3.ErrConstraintUnique) {
+		return fmt.Errorf("insert step: %w (%w)", store.ErrSeq, err)
+	}
+	return fmt.Errorf("insert step: %w", err)
 }

@@ -117,7 +117,7 @@ func (s *SQLite) appendStep(ctx context.Context, tx *wtx, l store.Lease, cp stor
 		tx.onCommit(func() { s.tools.Stored(row.Tools) })
 	}
 	if err := tx.insertFenced(ctx, &row, t.RK, l); err != nil {
-		return after, nil, fmt.Errorf("insert step: %w", err)
+		return after, nil, insertStepErr(err)
 	}
 	if status != t.Status {
 		var answer, reason string

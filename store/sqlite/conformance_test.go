@@ -1,22 +1,25 @@
 package sqlite
 
 import (
+	"bytes"
 	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stepwise-agent/stepwise/store"
+	"github.com/stepwise-agent/stepwise/store/internal/codec"
 	"github.com/stepwise-agent/stepwise/store/storetest"
 )
 
-// TestConformance runs the storage contract's suite against SQLite.
+// TestConformance runs the storage contract's suite against SQLite: every
+// backend-generic test of this package is one of its cases.
 func TestConformance(t *testing.T) {
 	storetest.Run(t, Harness())
 }
 
 // Harness is the conformance suite's harness for SQLite stores in a
-// test's temporary directory.
+// test's temporary directory, with every optional hook.
 func Harness() storetest.Harness {
 	return storetest.Harness{
 		Open: func(t *testing.T, now func() time.Time) store.Store {
@@ -33,22 +36,9 @@ func Harness() storetest.Harness {
 			}
 			return o
 		},
-		Corrupt: func(t *testing.T, st store.Store, runID, what string, n int) {
-			s := st.(*SQLite)
-			var rk int64
-			if err := s.w.QueryRow(`SELECT rk FROM runs WHERE id = ?`, runID).Scan(&rk); err != nil {
-				t.Fatal(err)
-			}
-			switch what {
-			case "step":
-				flip(t, s, "steps", "body", fmt.Sprintf("id = %d", rowKey(rk, n)), 5)
-			case "segment":
-				flip(t, s, "segments", "body", fmt.Sprintf("id = %d", rowKey(rk, n)), 5)
-			case "intent":
-				flip(t, s, "intents", "args", fmt.Sprintf("rk = %d AND seq = %d", rk, n), 1)
-			default:
-				t.Fatalf("corrupt %q", what)
-			}
+		Corrupt: func(t *testing.T, s store.Store, runID, what string, n int) {
+			at := map[string]int{"step": 5, "segment": 5, "intent": 1}[what]
+			damage(t, s, storetest.Damage{Kind: storetest.DamageKind(what), RunID: runID, Seq: n, At: at})
 		},
 		Size: func(t *testing.T, st store.Store, runID string) int64 {
 			s := st.(*SQLite)
@@ -61,5 +51,123 @@ func Harness() storetest.Harness {
 			}
 			return n
 		},
+		Damage: damage,
+		Dump: func(t *testing.T, st store.Store) []byte {
+			s := st.(*SQLite)
+			var b bytes.Buffer
+			for _, table := range []string{"runs ORDER BY rk", "steps ORDER BY id", "segments ORDER BY id", "intents ORDER BY ord",
+				"agent_changes ORDER BY ord", "tool_lists ORDER BY digest", "tool_cache ORDER BY key"} {
+				rows, err := s.r.Query(`SELECT * FROM ` + table)
+				if err != nil {
+					t.Fatal(err)
+				}
+				cols, _ := rows.Columns()
+				for rows.Next() {
+					vals := make([]any, len(cols))
+					ptrs := make([]any, len(cols))
+					for i := range vals {
+						ptrs[i] = &vals[i]
+					}
+					if err := rows.Scan(ptrs...); err != nil {
+						t.Fatal(err)
+					}
+					for _, v := range vals {
+						if bs, ok := v.([]byte); ok {
+							v = string(bs)
+						}
+						fmt.Fprintf(&b, "%v|", v)
+					}
+					b.WriteByte('\n')
+				}
+				if err := rows.Err(); err != nil {
+					t.Fatal(err)
+				}
+				rows.Close()
+			}
+			return b.Bytes()
+		},
+		Segments: func(t *testing.T, st store.Store, runID string) int {
+			var n int
+			if err := st.(*SQLite).r.QueryRow(`SELECT count(*) FROM segments g JOIN runs r ON r.rk = g.rk WHERE r.id = ?`, runID).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			return n
+		},
+		Remembers: func(st store.Store, runID string) bool {
+			_, ok := st.(*SQLite).cache.Tail(runID)
+			return ok
+		},
+		Idle: func(t *testing.T, st store.Store) bool { return !inTransaction(t, st.(*SQLite)) },
+	}
+}
+
+// damage is the harness's Damage: it edits the rows of the run in place.
+func damage(t *testing.T, st store.Store, d storetest.Damage) {
+	t.Helper()
+	s := st.(*SQLite)
+	var rk int64
+	if d.RunID != "" {
+		if err := s.w.QueryRow(`SELECT rk FROM runs WHERE id = ?`, d.RunID).Scan(&rk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	switch d.Kind {
+	case storetest.DamageStep:
+		flip(t, s, "steps", "body", fmt.Sprintf("id = %d", rowKey(rk, d.Seq)), d.At)
+	case storetest.DamageSegment:
+		flip(t, s, "segments", "body", fmt.Sprintf("id = %d", rowKey(rk, d.Seq)), d.At)
+	case storetest.DamageIntent:
+		where := fmt.Sprintf("rk = %d AND seq = %d", rk, d.Seq)
+		if d.CallID != "" {
+			where += fmt.Sprintf(" AND call_id = '%s'", d.CallID)
+		}
+		flip(t, s, "intents", "args", where, d.At)
+	case storetest.DamageAgentChange:
+		flip(t, s, "agent_changes", "config", fmt.Sprintf("ord = (SELECT max(ord) FROM agent_changes WHERE rk = %d AND seq = %d)", rk, d.Seq), d.At)
+	case storetest.DamageToolLists:
+		flip(t, s, "tool_lists", "body", "true", d.At)
+	case storetest.DamageToolListsGone:
+		execSQL(t, s, `DELETE FROM tool_lists`)
+	case storetest.DamageToolCache:
+		flip(t, s, "tool_cache", "result", fmt.Sprintf("key = '%s'", d.Key), d.At)
+	case storetest.ResealStep:
+		var row codec.Row
+		if err := scanStep(s.w.QueryRow(`SELECT `+stepColumns+` FROM steps s WHERE id = ?`, rowKey(rk, d.Seq)), &row); err != nil {
+			t.Fatal(err)
+		}
+		if err := row.Open(); err != nil {
+			t.Fatal(err)
+		}
+		row.Head = []byte{0xa1, 0x01, 0x01} // a state with only a version: no phase
+		row.Seal()
+		execSQL(t, s, `UPDATE steps SET body = ?, sum = ? WHERE id = ?`, row.Body, codec.StepSum(rk, &row), rowKey(rk, d.Seq))
+	case storetest.ResealSegment:
+		var from, to, first, n int
+		if err := s.w.QueryRow(`SELECT seq_from, seq_to, first, n FROM segments WHERE id = ?`, rowKey(rk, d.Seq)).Scan(&from, &to, &first, &n); err != nil {
+			t.Fatal(err)
+		}
+		bad := codec.NewSegment(rk, from, to, first, n, []byte{0xff, 0x01}) // a break code where a message starts
+		execSQL(t, s, `UPDATE segments SET body = ?, sum = ? WHERE id = ?`, bad.Body, bad.Sum, rowKey(rk, d.Seq))
+	default:
+		t.Fatalf("damage %q", d.Kind)
+	}
+}
+
+// flip inverts one byte of a blob column of the row where matches.
+func flip(t *testing.T, s *SQLite, table, column, where string, at int) {
+	t.Helper()
+	var b []byte
+	if err := s.w.QueryRow(`SELECT ` + column + ` FROM ` + table + ` WHERE ` + where).Scan(&b); err != nil {
+		t.Fatal(err)
+	}
+	b[at%len(b)] ^= 0x20
+	execSQL(t, s, `UPDATE `+table+` SET `+column+` = ? WHERE `+where, b)
+}
+
+// execSQL runs a statement on the write connection.
+func execSQL(t *testing.T, s *SQLite, query string, args ...any) {
+	t.Helper()
+	if _, err := s.w.Exec(query, args...); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -175,7 +175,7 @@ type leaseKey struct {
 
 // leaseOf returns a lease on run id through s for a test, acquiring it the
 // first time and taking it over from any other holder: the tests that
-// predate leases write as the one driver of their runs (lease_test.go
+// predate leases write as the one driver of their runs (storetest
 // tests leases themselves).
 func leaseOf(t tb, s *SQLite, id string) store.Lease {
 	t.Helper()
@@ -194,7 +194,3 @@ func leaseOf(t tb, s *SQLite, id string) store.Lease {
 	testLeases.Store(k, l)
 	return l
 }
-
-// forgetLease drops the cached lease of run id through s (after another
-// store took the run over).
-func forgetLease(s *SQLite, id string) { testLeases.Delete(leaseKey{s, id}) }

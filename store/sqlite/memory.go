@@ -135,8 +135,11 @@ func reindex(ctx context.Context, tx dbtx, id int64) error {
 	if _, err := tx.ExecContext(ctx, `DELETE FROM mem_fts WHERE docid = ?`, id); err != nil {
 		return err
 	}
+	// FTS4 reads its text as C strings: a NUL would end it, hiding the
+	// words after it. A NUL is no part of a word; a space stands for it.
+	nul := strings.NewReplacer("\x00", " ")
 	_, err = tx.ExecContext(ctx, `INSERT INTO mem_fts (docid, name, type, observations) VALUES (?, ?, ?, ?)`,
-		id, e.Name, e.Type, strings.Join(e.Observations, "\n"))
+		id, nul.Replace(e.Name), nul.Replace(e.Type), nul.Replace(strings.Join(e.Observations, "\n")))
 	return err
 }
 

@@ -63,20 +63,6 @@ func TestWriteRollsBack(t *testing.T) {
 	}
 }
 
-func TestCheckpointCancelled(t *testing.T) {
-	s := openTest(t)
-	st := newRun(t, s, "r1")
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	cp, _ := turnStep(st.Messages, 1, 10)
-	if err := s.Checkpoint(ctx, leaseOf(t, s, "r1"), cp); !errors.Is(err, context.Canceled) {
-		t.Fatalf("checkpoint under a cancelled context: %v", err)
-	}
-	if info, err := s.Run(context.Background(), "r1"); err != nil || info.LastSeq != 0 {
-		t.Fatalf("after a cancelled checkpoint: %+v, %v", info, err)
-	}
-}
-
 // A checkpoint waiting for another process's write lock, whose caller
 // gives up meanwhile, writes nothing once the lock is free.
 func TestCheckpointCancelledWhileWaitingForTheLock(t *testing.T) {
@@ -217,62 +203,5 @@ func TestForeignKeysHold(t *testing.T) {
 	}
 	if steps < 2*(2*codec.SegmentSteps+4) || segments < 4 || intents != 2 || relations != 2 {
 		t.Fatalf("the paths were not all exercised: %d steps, %d segments, %d intents, %d relations", steps, segments, intents, relations)
-	}
-}
-
-// The common checkpoint runs on the run's remembered tail. When another
-// writer (here a second store on the same file, as another process would
-// be) appended in between, that checkpoint fails whole, leaves the write
-// connection clean, and the next one reads the truth back.
-func TestCheckpointAfterAnotherWriter(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "two.db")
-	a, err := Open(path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := Open(path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	ctx := context.Background()
-	log := newRun(t, a, "r").Messages
-	var cp1, cp2, cp3 store.Checkpoint
-	cp1, log = turnStep(log, 1, 10)
-	if err := a.Checkpoint(ctx, leaseOf(t, a, "r"), cp1); err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := a.cache.Tail("r"); !ok {
-		t.Fatal("a does not remember the run's tail")
-	}
-	cp2, log = turnStep(log, 2, 10)
-	if err := b.Checkpoint(ctx, leaseOf(t, b, "r"), cp2); err != nil {
-		t.Fatal(err)
-	}
-	// a's own step 2, with other messages: its tail says step 1 is the
-	// last, and b took the run over, so a's lease no longer fences.
-	mine, _ := turnStep(cp1.Action.Next().Messages, 2, 99)
-	if err := a.Checkpoint(ctx, leaseOf(t, a, "r"), mine); !errors.Is(err, store.ErrLeaseLost) {
-		t.Fatalf("a appended over b's step 2, or failed otherwise: %v", err)
-	}
-	if inTransaction(t, a) {
-		t.Fatal("the failed checkpoint left a transaction open")
-	}
-	if _, ok := a.cache.Tail("r"); ok {
-		t.Fatal("a still trusts its stale tail")
-	}
-	// a takes the run back: its step 2 is now out of order.
-	forgetLease(a, "r")
-	if err := a.Checkpoint(ctx, leaseOf(t, a, "r"), mine); !errors.Is(err, store.ErrSeq) {
-		t.Fatalf("a's step 2 again: %v, want store.ErrSeq", err)
-	}
-	cp3, log = turnStep(log, 3, 10)
-	if err := a.Checkpoint(ctx, leaseOf(t, a, "r"), cp3); err != nil {
-		t.Fatalf("a's step 3 after b's step 2: %v", err)
-	}
-	rec, err := b.LoadLatest(ctx, "r")
-	if err != nil || rec.Seq != 3 || len(rec.State.Messages) != len(log) || rec.State.Messages[len(log)-2].Content != cp2.Action.Next().Messages[len(log)-2].Content {
-		t.Fatalf("latest: step %d, %d messages (want 3, %d): %v", rec.Seq, len(rec.State.Messages), len(log), err)
 	}
 }

@@ -1,18 +1,44 @@
 // Package storetest is the conformance suite of the storage contract
 // (package store): every store, ours (store/sqlite, store/postgres) and a
-// third party's, passes it. Use it from the store's tests:
+// third party's, passes it, and it holds every test that is not about one
+// backend's storage. A backend runs the whole suite with one call, from a
+// test file of its own package (so that its hooks may read unexported
+// fields):
 //
 //	func TestConformance(t *testing.T) {
 //		storetest.Run(t, storetest.Harness{Open: ..., Reopen: ..., Corrupt: ..., Size: ...})
 //	}
 //
-// It checks, against the real store: checkpoint order and fencing, leases
-// and take-over, intents and outcomes, pause/resume status transitions,
-// agent changes, export/import byte identity, listing and its cursor,
-// memory search/create/traverse, the tool cache (store.ToolCache) and its
-// expiry, checksums catching corruption,
-// concurrency (50 concurrent runs; 8 racing acquirers of one run, one
-// wins), and that what a step writes does not grow with the run or with
-// the agent's tool list. The runs it writes are synthetic but valid: each
-// state and action is one core could have produced.
+// Open, Reopen, Corrupt and Size are required. The optional hooks
+// (Harness.Damage, Dump, Segments, Remembers, Idle) reach into the
+// backend's storage for the cases that damage records in place, compare
+// raw rows or check which write path a case took; a case whose hook is nil
+// skips, naming it, and an assertion whose hook is nil is left out, so a
+// new backend can start with the four required functions and add hooks
+// as it goes. store/sqlite/conformance_test.go and
+// store/postgres/conformance_test.go set every hook but one (PostgreSQL
+// has no Idle: it holds no transaction between calls).
+//
+// The cases are subtests of Run, one per behaviour: checkpoints (order,
+// refusals, cancellation, round trips byte for byte through generated and
+// segmented runs, StepsFrom), statuses and agent changes, leases,
+// fencing of every write and its race with a take-over, a second writer
+// and a stale tail, intents and outcomes, export/import byte identity and
+// validation, free text (NUL, invalid UTF-8), listing and its cursor,
+// memory (create, traverse, search ranking, concurrent creates),
+// corruption of steps, segments, intents, agent changes, tool lists and
+// the tool cache, concurrency (50 runs through three stores; 8 racing
+// acquirers), claims, cancel requests, the tool cache and its expiry, and
+// that what a step writes does not grow with the run or with the agent's
+// tool list. The runs it writes are synthetic but valid: each state and
+// action is one core could have produced.
+//
+// Across compares two backends' stores: export round trips between them
+// byte for byte, and the same memory search rankings.
+//
+// The round-trip and corruption cases cross the segment length of
+// store/internal/codec (codec.SegmentSteps), which both our backends
+// share; a backend that keeps no segments leaves Segments nil, and its
+// Damage skips (t.Skip, saying why) the kinds of damage its storage has
+// no record for.
 package storetest

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -87,31 +88,36 @@ func testStatusTransitions(t *testing.T, h Harness) {
 // the holder; each acquisition increments the token.
 func testLeases(t *testing.T, h Harness) {
 	ctx := context.Background()
-	clock := NewClock()
-	s := open(t, h, clock.Now)
+	clock := newStillClock()
+	s := open(t, h, clock.now)
 	a, err := s.CreateRun(ctx, store.NewRun{ID: "r", Agent: "a", Initial: initial("r"), Owner: "hostA/1/aa", LeaseTTL: 10 * time.Second})
 	must(t, err)
-	if a.Token != 1 || a.Owner != "hostA/1/aa" || a.RunID != "r" {
+	if a.Token != 1 || a.Owner != "hostA/1/aa" || a.RunID != "r" || !a.Expires.Equal(clock.now().Add(10*time.Second)) {
 		t.Fatalf("lease at creation: %+v", a)
 	}
-	if ri, _ := s.Run(ctx, "r"); ri.Lease.Owner != a.Owner || ri.Lease.Token != 1 || !ri.Lease.Expires.Equal(a.Expires) || ri.Orphaned(clock.Now()) {
-		t.Fatalf("RunInfo.Lease %+v, want %+v", ri.Lease, a)
+	info, _ := s.Run(ctx, "r")
+	if info.Lease != a || info.Orphaned(clock.now()) {
+		t.Fatalf("RunInfo.Lease %+v, want %+v (orphaned %v)", info.Lease, a, info.Orphaned(clock.now()))
 	}
+	// A live lease refuses everyone else, and is not re-entrant.
 	for _, owner := range []string{"hostB/2/bb", "hostA/1/aa"} {
 		_, err := s.Acquire(ctx, "r", store.LeaseRequest{Owner: owner, TTL: time.Second})
 		busy, ok := errors.AsType[*store.BusyError](err)
-		if !ok || !errors.Is(err, store.ErrBusy) || busy.Holder.Owner != a.Owner || busy.Holder.Token != a.Token {
+		if !ok || !errors.Is(err, store.ErrBusy) || busy.Holder != a {
 			t.Fatalf("%s acquiring a held run: %v", owner, err)
 		}
 	}
-	clock.Add(8 * time.Second)
-	if a, err = s.Renew(ctx, a, 10*time.Second); err != nil {
-		t.Fatal(err)
+	// Renewal moves the expiry; the holder stays.
+	clock.add(8 * time.Second)
+	if a, err = s.Renew(ctx, a, 10*time.Second); err != nil || !a.Expires.Equal(clock.now().Add(10*time.Second)) {
+		t.Fatalf("renew: %+v %v", a, err)
 	}
-	clock.Add(9 * time.Second)
+	clock.add(9 * time.Second)
 	if _, err := s.Acquire(ctx, "r", store.LeaseRequest{Owner: "hostB/2/bb", TTL: time.Second}); !errors.Is(err, store.ErrBusy) {
 		t.Fatalf("acquire before the renewed expiry: %v", err)
 	}
+	// A take-over of exactly the holder works before the expiry (the
+	// caller found it dead); one naming another token does not.
 	wrong := a
 	wrong.Token = 9
 	if _, err := s.Acquire(ctx, "r", store.LeaseRequest{Owner: "hostB/2/bb", TTL: time.Second, TakeOver: &wrong}); !errors.Is(err, store.ErrBusy) {
@@ -121,25 +127,34 @@ func testLeases(t *testing.T, h Harness) {
 	if err != nil || b.Token != 2 || b.Owner != "hostB/2/bb" {
 		t.Fatalf("take-over: %+v %v", b, err)
 	}
+	// The old holder can no longer renew or release.
 	if _, err := s.Renew(ctx, a, time.Second); !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("renew of a lost lease: %v", err)
 	}
 	if err := s.Release(ctx, a); !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("release of a lost lease: %v", err)
 	}
-	clock.Add(6 * time.Second) // b expired; no one took it: b may renew it
+	// An expired lease is free for the next driver; its holder, if no one
+	// took it, may still renew it.
+	clock.add(6 * time.Second)
+	if !info.Lease.Live(clock.now().Add(-time.Hour)) || b.Live(clock.now()) {
+		t.Fatal("Live misreads expiry")
+	}
 	if b, err = s.Renew(ctx, b, 5*time.Second); err != nil {
 		t.Fatalf("renew after expiry with no one else: %v", err)
 	}
 	must(t, s.Release(ctx, b))
-	if ri, _ := s.Run(ctx, "r"); ri.Lease.Owner != "" || !ri.Orphaned(clock.Now()) {
+	if err := s.Release(ctx, b); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("release twice: %v", err)
+	}
+	if ri, _ := s.Run(ctx, "r"); ri.Lease.Owner != "" || !ri.Lease.Expires.IsZero() || !ri.Orphaned(clock.now()) {
 		t.Fatalf("after release: %+v", ri.Lease)
 	}
 	c, err := s.Acquire(ctx, "r", store.LeaseRequest{Owner: "hostC/3/cc", TTL: time.Second})
 	if err != nil || c.Token != 3 {
 		t.Fatalf("acquire after release: %+v %v", c, err)
 	}
-	clock.Add(2 * time.Second)
+	clock.add(2 * time.Second)
 	d, err := s.Acquire(ctx, "r", store.LeaseRequest{Owner: "hostD/4/dd", TTL: time.Second})
 	if err != nil || d.Token != 4 {
 		t.Fatalf("acquire after expiry: %+v %v", d, err)
@@ -150,11 +165,16 @@ func testLeases(t *testing.T, h Harness) {
 	if _, err := s.Acquire(ctx, "r", store.LeaseRequest{TTL: time.Second}); err == nil {
 		t.Fatal("acquire without an owner")
 	}
+	if _, err := s.Renew(ctx, store.Lease{RunID: "nope", Owner: "x", Token: 1}, time.Second); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("renew of an unknown run: %v", err)
+	}
 }
 
 // testFencing: once another driver took the run over, every write of the
-// old holder is refused with ErrLeaseLost and writes nothing, whether its
-// store remembered the run's tail or not; a released lease fences nothing.
+// old holder is refused with ErrLeaseLost and writes nothing (neither what
+// the store shows nor, with Harness.Dump, a row), whether its store
+// remembered the run's tail or not, whether the checkpoint changes the
+// status or not; the new holder writes; a released lease fences nothing.
 func testFencing(t *testing.T, h Harness) {
 	ctx := context.Background()
 	clock := NewClock()
@@ -163,17 +183,23 @@ func testFencing(t *testing.T, h Harness) {
 	cp1 := g.next()
 	must(t, s.Checkpoint(ctx, old, cp1))
 	must(t, s.RecordIntent(ctx, old, 1, core.ToolCall{ID: "c1", Name: "search", Args: []byte(`{}`)}))
+	// The holder is stopped past its lease; another driver (another
+	// process: another store on the database) takes over. s still
+	// remembers the run's tail, so its next checkpoint takes that path.
 	clock.Add(2 * time.Hour)
 	other := reopen(t, h, s, clock.Now)
 	next, err := other.Acquire(ctx, "r", store.LeaseRequest{Owner: "b/2/y", TTL: time.Hour})
 	must(t, err)
-	before := snapshot(t, s, "r")
+	remembers(t, h, s, "r", true)
+	before, rows := snapshot(t, s, "r"), dump(t, h, s)
 	cp2 := g.next()
+	closing := cp2
+	closing.Action = withAction("external", cp2.Action.Next()) // a status change
 	for _, w := range []struct {
 		name  string
 		write func() error
 	}{
-		{"checkpoint", func() error { return s.Checkpoint(ctx, old, cp2) }},
+		{"checkpoint (remembered tail)", func() error { return s.Checkpoint(ctx, old, cp2) }},
 		{"intent", func() error {
 			return s.RecordIntent(ctx, old, 1, core.ToolCall{ID: "c2", Name: "charge", Args: []byte(`{}`)})
 		}},
@@ -183,16 +209,28 @@ func testFencing(t *testing.T, h Harness) {
 		{"retract", func() error { return s.RetractIntent(ctx, old, 1, "c1") }},
 		{"renew", func() error { _, err := s.Renew(ctx, old, time.Hour); return err }},
 		{"release", func() error { return s.Release(ctx, old) }},
-		{"checkpoint again", func() error { return s.Checkpoint(ctx, old, cp2) }},
+		{"checkpoint (read back)", func() error { return s.Checkpoint(ctx, old, cp2) }},
+		{"checkpoint (status change, read back)", func() error { return s.Checkpoint(ctx, old, closing) }},
+		{"checkpoint (stale seq)", func() error { return s.Checkpoint(ctx, old, cp1) }},
 	} {
 		if err := w.write(); !errors.Is(err, store.ErrLeaseLost) {
 			t.Errorf("%s with a lost lease: %v, want ErrLeaseLost", w.name, err)
 		}
 	}
+	idle(t, h, s)
 	if after := snapshot(t, s, "r"); after != before {
 		t.Fatal("a write with a lost lease changed the run")
 	}
+	if after := dump(t, h, s); !bytes.Equal(rows, after) {
+		t.Fatalf("a write with a lost lease changed the database:\n%s\n---\n%s", rows, after)
+	}
+	// The new holder writes (and the dump shows it).
 	must(t, other.Checkpoint(ctx, next, cp2))
+	must(t, other.RecordOutcome(ctx, next, 1, core.ToolResult{CallID: "c1", Output: "done"}))
+	if h.Dump != nil && bytes.Equal(rows, dump(t, h, s)) {
+		t.Fatal("Harness.Dump does not show the new holder's writes")
+	}
+	// A released lease fences nothing either, on the remembered tail too.
 	must(t, other.Release(ctx, next))
 	if err := other.Checkpoint(ctx, next, g.next()); !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("a checkpoint with a released lease: %v", err)

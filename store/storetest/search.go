@@ -1,4 +1,4 @@
-package postgres
+package storetest
 
 import (
 	"context"
@@ -8,15 +8,8 @@ import (
 	"testing"
 
 	"github.com/stepwise-agent/stepwise/core"
+	"github.com/stepwise-agent/stepwise/store"
 )
-
-func names(es []core.Entity) string {
-	var out []string
-	for _, e := range es {
-		out = append(out, e.Name)
-	}
-	return strings.Join(out, ",")
-}
 
 func hitNames(hs []core.MemoryHit) string {
 	var es []core.Entity
@@ -26,39 +19,9 @@ func hitNames(hs []core.MemoryHit) string {
 	return names(es)
 }
 
-// TestMemoryConcurrentCreate: writers of one namespace serialize, so
-// observations appended at once to one entity are numbered without gaps
-// or losses, in some order.
-func TestMemoryConcurrentCreate(t *testing.T) {
-	t.Parallel()
-	s := openTest(t)
-	ctx := context.Background()
-	var wg sync.WaitGroup
-	for i := range 16 {
-		wg.Go(func() {
-			_, err := s.MemoryCreate(ctx, "ns", []core.Entity{{Name: "e", Observations: []string{fmt.Sprint("obs ", i), "shared"}}},
-				[]core.Relation{{From: "e", To: fmt.Sprint("f", i%4), Type: "r"}})
-			if err != nil {
-				t.Error(err)
-			}
-		})
-	}
-	wg.Wait()
-	tr, err := s.MemoryTraverse(ctx, "ns", "e", "", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(tr.Entities) != 5 || len(tr.Relations) != 4 || len(tr.Entities[0].Observations) != 17 {
-		t.Fatalf("after concurrent creates: %d entities, %d relations, %d observations", len(tr.Entities), len(tr.Relations), len(tr.Entities[0].Observations))
-	}
-	var gaps int
-	if err := s.pool.QueryRow(ctx, `SELECT max(ord) - count(*) FROM mem_observations`).Scan(&gaps); err != nil || gaps != 0 {
-		t.Fatalf("observation numbers have %d gaps (%v)", gaps, err)
-	}
-}
-
-// memoryFixture is memory the search tests store (here, and in SQLite to
-// compare).
+// memoryFixture is the memory the search cases store, in batches of
+// namespace, entities and relations; memoryQueries are queries to run on
+// it (Across compares two backends' rankings of them).
 var memoryFixture = []struct {
 	ns        string
 	entities  []core.Entity
@@ -79,15 +42,17 @@ var memoryFixture = []struct {
 	}, []core.Relation{{From: "Paris", To: "France", Type: "capital_of"}, {From: "Seine", To: "Paris", Type: "flows_through"}}},
 }
 
-// memoryQueries are the queries the search tests run.
+// memoryQueries are the queries Across runs on memoryFixture.
 var memoryQueries = []string{
 	"capital France", "paris", "PARIS river", "cafe", "CAFÉ", "naive", "東京", "nothing matches", "city", "capital",
 	`"capital" AND -"Japan*"`, "Paris paris PARIS", "café cafe", "the of a in",
 }
 
-func TestMemorySearch(t *testing.T) {
-	t.Parallel()
-	s := openTest(t)
+// testMemorySearch: search ranks best first (BM25 over words folded for
+// case and accents), scoped by namespace, with a default limit; a query
+// that would be syntax in any search language is just words.
+func testMemorySearch(t *testing.T, h Harness) {
+	s := open(t, h, nil)
 	ctx := context.Background()
 	for _, b := range memoryFixture[:2] {
 		if _, err := s.MemoryCreate(ctx, b.ns, b.entities, b.relations); err != nil {
@@ -145,26 +110,62 @@ func TestMemorySearch(t *testing.T) {
 	}
 }
 
-func TestFTSWords(t *testing.T) {
-	for text, want := range map[string]string{
-		"Café de Flore":          "cafe de flore",
-		"NAÏVE coffee, crème":    "naive coffee creme",
-		"e\u0301 combining":      "e combining",
-		"東京 capital":             "東京 capital",
-		"Ελληνικά κείμενο":       "ελληνικά κείμενο",
-		"a_b a-b a.b 3.5 v2":     "a b a b a b 3 5 v2",
-		"it's, \"quoted\" (x)":   "it s quoted x",
-		"Straße ÅNGSTRÖM ½ ²":    "straße angstrom ½ ²",
-		"":                       "",
-		"  \t\n ":                "",
-		"nul\x00between":         "nul between",
-		"\xff invalid \xfe utf8": "invalid utf8",
-	} {
-		if got := strings.Join(ftsWords(text), " "); got != want {
-			t.Errorf("ftsWords(%q) = %q, want %q", text, got, want)
-		}
+// testMemoryConcurrentCreate: observations and relations appended at once
+// to one entity, by 16 writers, are all kept, none twice.
+func testMemoryConcurrentCreate(t *testing.T, h Harness) {
+	s := open(t, h, nil)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for i := range 16 {
+		wg.Go(func() {
+			_, err := s.MemoryCreate(ctx, "ns", []core.Entity{{Name: "e", Observations: []string{fmt.Sprint("obs ", i), "shared"}}},
+				[]core.Relation{{From: "e", To: fmt.Sprint("f", i%4), Type: "r"}})
+			if err != nil {
+				t.Error(err)
+			}
+		})
 	}
-	if got := tsvector([]string{"b", "a", "b", "it's", `back\slash`}); got != `'b':1,3 'a':2 'it''s':4 'back\\slash':5` {
-		t.Errorf("tsvector: %s", got)
+	wg.Wait()
+	tr, err := s.MemoryTraverse(ctx, "ns", "e", "", 1)
+	must(t, err)
+	if len(tr.Entities) != 5 || len(tr.Relations) != 4 || len(tr.Entities[0].Observations) != 17 {
+		t.Fatalf("after concurrent creates: %d entities, %d relations, %d observations", len(tr.Entities), len(tr.Relations), len(tr.Entities[0].Observations))
+	}
+}
+
+// testListRunsCursor: runs created at the same moment are ordered by id,
+// byte by byte (whatever the database's collation), and the cursor
+// selects exactly the runs after it.
+func testListRunsCursor(t *testing.T, h Harness) {
+	clock := newStillClock()
+	s := open(t, h, clock.now)
+	ctx := context.Background()
+	ids := []string{"b", "B", "a", "_x", "é", "Z", "a0", "a-"}
+	for _, id := range ids {
+		newRun(t, s, id) // the clock does not move: one creation time
+	}
+	clock.add(1)
+	newRun(t, s, "later")
+	all, err := s.ListRuns(ctx, store.Filter{})
+	must(t, err)
+	var got []string
+	for _, r := range all {
+		got = append(got, r.ID)
+	}
+	// "later" first (newest), then byte order: B Z _x a a- a0 b é.
+	if want := "later,B,Z,_x,a,a-,a0,b,é"; strings.Join(got, ",") != want {
+		t.Fatalf("order %s, want %s", strings.Join(got, ","), want)
+	}
+	for i := range all {
+		page, err := s.ListRuns(ctx, store.Filter{Before: store.CursorOf(all[i]), Limit: 3})
+		must(t, err)
+		for j, r := range page {
+			if r.ID != got[i+1+j] {
+				t.Fatalf("after %s: %s at %d, want %s", got[i], r.ID, j, got[i+1+j])
+			}
+		}
+		if want := min(3, len(all)-i-1); len(page) != want {
+			t.Fatalf("after %s: %d runs, want %d", got[i], len(page), want)
+		}
 	}
 }

@@ -1,4 +1,4 @@
-package postgres
+package storetest
 
 import (
 	"context"
@@ -9,9 +9,13 @@ import (
 	"github.com/stepwise-agent/stepwise/store"
 )
 
-func TestIntents(t *testing.T) {
-	t.Parallel()
-	s := openTest(t)
+// testIntentsReopened: intents of a step of three calls (one completed,
+// one in flight, one never started) read back, from another store as after
+// a crash, in the order recorded, classified; Intents of an unknown step
+// or run is ErrNotFound; an intent retracted and recorded again comes
+// last.
+func testIntentsReopened(t *testing.T, h Harness) {
+	s := open(t, h, nil)
 	ctx := context.Background()
 	st := newRun(t, s, "r")
 	calls := []core.ToolCall{
@@ -22,14 +26,10 @@ func TestIntents(t *testing.T) {
 	if err := s.RecordIntent(ctx, leaseOf(t, s, "r"), 1, calls[0]); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("intent for a step not stored yet: %v", err)
 	}
-	if err := s.Checkpoint(ctx, leaseOf(t, s, "r"), store.Checkpoint{Seq: 1, Action: core.RequestToolCalls{Calls: calls, State: st}}); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.Checkpoint(ctx, leaseOf(t, s, "r"), store.Checkpoint{Seq: 1, Action: core.RequestToolCalls{Calls: calls, State: st}}))
 	// a completed, b in flight, c never started.
 	for _, c := range calls[:2] {
-		if err := s.RecordIntent(ctx, leaseOf(t, s, "r"), 1, c); err != nil {
-			t.Fatal(err)
-		}
+		must(t, s.RecordIntent(ctx, leaseOf(t, s, "r"), 1, c))
 	}
 	if err := s.RecordIntent(ctx, leaseOf(t, s, "r"), 1, calls[0]); err != nil {
 		t.Errorf("recording the same intent again: %v", err)
@@ -40,9 +40,7 @@ func TestIntents(t *testing.T) {
 		t.Errorf("same call id, other args: %v", err)
 	}
 	out := core.ToolResult{CallID: "a", Output: "page", Sources: []string{"x"}}
-	if err := s.RecordOutcome(ctx, leaseOf(t, s, "r"), 1, out); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.RecordOutcome(ctx, leaseOf(t, s, "r"), 1, out))
 	if err := s.RecordOutcome(ctx, leaseOf(t, s, "r"), 1, out); err != nil {
 		t.Errorf("same outcome again: %v", err)
 	}
@@ -57,11 +55,9 @@ func TestIntents(t *testing.T) {
 	}
 
 	// Another store, as after a crash, classifies them.
-	s2 := reopen(t, s, nil)
+	s2 := reopen(t, h, s, nil)
 	got, err := s2.Intents(ctx, "r", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	state := map[string]store.IntentState{}
 	for _, in := range got {
 		state[in.CallID] = in.State
@@ -96,46 +92,31 @@ func TestIntents(t *testing.T) {
 	if err := s.RetractIntent(ctx, leaseOf(t, s, "r"), 1, "a"); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("retract a completed intent: %v", err)
 	}
-	if err := s.RetractIntent(ctx, leaseOf(t, s, "r"), 1, "b"); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.RetractIntent(ctx, leaseOf(t, s, "r"), 1, "b"))
 	if err := s.RetractIntent(ctx, leaseOf(t, s, "r"), 1, "b"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("retract twice: %v", err)
 	}
 	// Recorded again after the retraction, it comes last.
-	if err := s.RecordIntent(ctx, leaseOf(t, s, "r"), 1, calls[1]); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.RecordIntent(ctx, leaseOf(t, s, "r"), 1, calls[2]); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.RecordIntent(ctx, leaseOf(t, s, "r"), 1, calls[1]))
+	must(t, s.RecordIntent(ctx, leaseOf(t, s, "r"), 1, calls[2]))
 	if got, _ := s.Intents(ctx, "r", 1); len(got) != 3 || got[0].CallID != "a" || got[1].CallID != "b" || got[2].CallID != "c" {
 		t.Fatalf("after retraction and again: %+v", got)
 	}
 }
 
-// TestFreeText: what PostgreSQL's text cannot hold (NUL, invalid UTF-8)
-// comes back as it was given, in a run's input, answer and reason, in
-// intents' call ids and tools, and in memory.
-func TestFreeText(t *testing.T) {
-	t.Parallel()
-	s := openTest(t)
+// testFreeText: text some databases cannot hold as text (NUL, invalid
+// UTF-8) comes back as it was given, in a run's input, answer and reason,
+// in intents' call ids and tools, and in memory.
+func testFreeText(t *testing.T, h Harness) {
+	s := open(t, h, nil)
 	ctx := context.Background()
 	odd := "nul \x00 and \xff\xfe bytes"
-	l, err := s.CreateRun(ctx, store.NewRun{ID: "r", Agent: "x", Input: odd, Initial: synthInitial("r"), Owner: "a/1/x", LeaseTTL: 3600e9})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := newSynth("r")
-	if err := s.Checkpoint(ctx, l, g.next()); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.RecordIntent(ctx, l, 1, core.ToolCall{ID: odd, Name: odd, Args: []byte{0}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.SetStatus(ctx, l, store.StatusChange{Status: store.StatusInterrupted, Reason: odd}); err != nil {
-		t.Fatal(err)
-	}
+	l, err := s.CreateRun(ctx, store.NewRun{ID: "r", Agent: "x", Input: odd, Initial: initial("r"), Owner: "a/1/x", LeaseTTL: 3600e9})
+	must(t, err)
+	g := newSynth("r", nil)
+	must(t, s.Checkpoint(ctx, l, g.next()))
+	must(t, s.RecordIntent(ctx, l, 1, core.ToolCall{ID: odd, Name: odd, Args: []byte{0}}))
+	must(t, s.SetStatus(ctx, l, store.StatusChange{Status: store.StatusInterrupted, Reason: odd}))
 	info, err := s.Run(ctx, "r")
 	if err != nil || info.Input != odd || info.Reason != odd {
 		t.Fatalf("run: %q %q %v", info.Input, info.Reason, err)
@@ -146,9 +127,7 @@ func TestFreeText(t *testing.T) {
 	}
 	st := g.next().Action.Next()
 	st.Answer = "an answer with a NUL \x00 in it"
-	if err := s.Checkpoint(ctx, leaseOf(t, s, "r"), store.Checkpoint{Seq: 2, Action: core.Complete{Answer: st.Answer, State: st}}); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.Checkpoint(ctx, l, store.Checkpoint{Seq: 2, Action: core.Complete{Answer: st.Answer, State: st}}))
 	if info, _ := s.Run(ctx, "r"); info.Answer != st.Answer || info.Status != store.StatusCompleted {
 		t.Fatalf("answer %q, status %s", info.Answer, info.Status)
 	}
