@@ -71,7 +71,10 @@ type Options struct {
 	// (default NewOwner(): host, pid and a random nonce).
 	Owner string
 	// LeaseTTL is how long a run's lease lasts unless renewed (default
-	// DefaultLeaseTTL); the runner renews it every third of that.
+	// DefaultLeaseTTL); the runner renews it every third of that, each
+	// renewal given a third of it to answer. When the store has not
+	// renewed it by its expiry (it hangs, or is unreachable), the drive
+	// stops with ErrLeaseLost, as when another driver took the run over.
 	LeaseTTL time.Duration
 	// Wait is how long Resume, Submit and Cancel (and the Pool's Answer
 	// and Requeue) wait for a run that another live driver holds; 0
