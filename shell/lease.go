@@ -222,7 +222,11 @@ type holding struct {
 	// be released after the drive's context ended; each call has its own
 	// deadline (storeDeadline).
 	base context.Context
-	l    store.Lease
+	// durable is the context of the drive's checkpoints: base, cancelled
+	// only when the lease is lost, which would refuse them anyway.
+	durable       context.Context
+	cancelDurable context.CancelCauseFunc
+	l             store.Lease
 	// validUntil is, by this process's monotonic clock, when the lease
 	// expires unless renewed: the start of the last successful renewal
 	// plus the TTL. A process stopped past it must not act before
@@ -241,8 +245,9 @@ type holding struct {
 // release stops the heartbeat and gives the lease up.
 func (r *Runner) hold(ctx context.Context, l store.Lease, acquired time.Time) (*holding, context.Context) {
 	base := context.WithoutCancel(ctx)
+	durable, cancelDurable := context.WithCancelCause(base)
 	ctx, cancel := context.WithCancelCause(ctx)
-	h := &holding{r: r, base: base, l: l, validUntil: acquired.Add(r.opts.LeaseTTL), cancel: cancel,
+	h := &holding{r: r, base: base, durable: durable, cancelDurable: cancelDurable, l: l, validUntil: acquired.Add(r.opts.LeaseTTL), cancel: cancel,
 		stop: make(chan struct{}), done: make(chan struct{})}
 	go h.heartbeat()
 	return h, ctx
@@ -332,14 +337,20 @@ func (h *holding) renew() error {
 	case h.lostErr != nil: // lost meanwhile (a concurrent renewal)
 		err = h.lostErr
 	case errors.Is(err, store.ErrLeaseLost):
-		h.lostErr = err
-		h.cancel(err)
+		h.loseLocked(err)
 	case !time.Now().Before(h.validUntil):
-		h.lostErr = fmt.Errorf("%w: it expired unrenewed (%v)", store.ErrLeaseLost, err)
-		h.cancel(h.lostErr)
-		err = h.lostErr
+		err = fmt.Errorf("%w: it expired unrenewed (%v)", store.ErrLeaseLost, err)
+		h.loseLocked(err)
 	}
 	return err
+}
+
+// loseLocked records the lease lost, for err, and cuts short the drive
+// and its checkpoint in flight. h.mu is held.
+func (h *holding) loseLocked(err error) {
+	h.lostErr = err
+	h.cancel(err)
+	h.cancelDurable(err)
 }
 
 // watchCancel looks for a cancellation someone requested
@@ -417,6 +428,7 @@ func (h *holding) release() {
 	close(h.stop)
 	<-h.done
 	h.cancel(nil)
+	defer h.cancelDurable(nil)
 	if h.lost() == nil {
 		// The drive's context may be cancelled (an interrupt): the
 		// release must still happen, or the run stays held until expiry

@@ -12,17 +12,20 @@ import (
 	"github.com/stepwise-agent/stepwise/store"
 )
 
-// hungRenewals is a store whose lease renewals hang, as on a PostgreSQL
+// hungStore is a store whose lease renewals hang, as on a PostgreSQL
 // connection that no longer answers: until their context ends, or, with
-// ignoreCtx, until the test ends, whatever the context does.
-type hungRenewals struct {
+// ignoreCtx, until the test ends, whatever the context does. With
+// hangFrom, checkpoints of that step and later hang too, until their
+// context ends.
+type hungStore struct {
 	shell.Store
 	ignoreCtx bool
+	hangFrom  int
 	unblock   chan struct{}
 	renewals  atomic.Int32
 }
 
-func (s *hungRenewals) Renew(ctx context.Context, l store.Lease, ttl time.Duration) (store.Lease, error) {
+func (s *hungStore) Renew(ctx context.Context, l store.Lease, ttl time.Duration) (store.Lease, error) {
 	s.renewals.Add(1)
 	if s.ignoreCtx {
 		<-s.unblock
@@ -32,28 +35,46 @@ func (s *hungRenewals) Renew(ctx context.Context, l store.Lease, ttl time.Durati
 	return store.Lease{}, ctx.Err()
 }
 
+func (s *hungStore) Checkpoint(ctx context.Context, l store.Lease, cp store.Checkpoint) error {
+	if s.hangFrom > 0 && cp.Seq >= s.hangFrom {
+		<-ctx.Done()
+		return context.Cause(ctx)
+	}
+	return s.Store.Checkpoint(ctx, l, cp)
+}
+
 // TestHeartbeatGivesUpOnAHungStore: when the store stops answering
 // renewals, each renewal returns at its deadline, whether or not the
 // store honours its context; once the lease has expired unrenewed the
-// drive is cut short (the tool in flight sees its context end) and Start
-// returns ErrLeaseLost within about the lease's TTL, instead of hanging,
-// having written nothing more.
+// drive is cut short (the tool in flight, or the checkpoint in flight,
+// sees its context end) and Start returns ErrLeaseLost at about the
+// lease's expiry, instead of hanging, having written nothing more.
 func TestHeartbeatGivesUpOnAHungStore(t *testing.T) {
-	for _, ignore := range []bool{false, true} {
-		name := map[bool]string{false: "honours-context", true: "ignores-context"}[ignore]
-		t.Run(name, func(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		ignoreCtx bool
+		hangFrom  int // 0: the tool waits to be cut short
+	}{
+		{"honours-context", false, 0},
+		{"ignores-context", true, 0},
+		{"checkpoint-hangs", false, 3},
+	} {
+		t.Run(c.name, func(t *testing.T) {
 			db := openStore(t)
-			hung := &hungRenewals{Store: db, ignoreCtx: ignore, unblock: make(chan struct{})}
+			hung := &hungStore{Store: db, ignoreCtx: c.ignoreCtx, hangFrom: c.hangFrom, unblock: make(chan struct{})}
 			t.Cleanup(func() { close(hung.unblock) })
 			cut := make(chan error, 1)
-			wait := fnTool{spec: core.Tool{Name: "wait", Parameters: []byte(anyArgs)}, run: func(ctx context.Context, c core.ToolCall) core.ToolResult {
+			wait := fnTool{spec: core.Tool{Name: "wait", Parameters: []byte(anyArgs)}, run: func(ctx context.Context, call core.ToolCall) core.ToolResult {
+				if c.hangFrom > 0 {
+					return core.ToolResult{CallID: call.ID, Output: "at once"}
+				}
 				select {
 				case <-ctx.Done():
 					cut <- context.Cause(ctx)
-					return core.ToolResult{CallID: c.ID, Error: "cut short"}
+					return core.ToolResult{CallID: call.ID, Error: "cut short"}
 				case <-time.After(30 * time.Second):
 					cut <- nil
-					return core.ToolResult{CallID: c.ID, Output: "waited"}
+					return core.ToolResult{CallID: call.ID, Output: "waited"}
 				}
 			}}
 			ag := newAgent(t, scripted(t, `{"tool_calls":[{"id":"w1","name":"wait","arguments":{}}]}`, `{"text":"done"}`), wait)
@@ -69,8 +90,10 @@ func TestHeartbeatGivesUpOnAHungStore(t *testing.T) {
 			if took < ttl || took > 10*ttl {
 				t.Fatalf("Start returned after %s, with a lease TTL of %s: want at the lease's expiry", took, ttl)
 			}
-			if cause := <-cut; !errors.Is(cause, shell.ErrLeaseLost) {
-				t.Fatalf("the tool in flight was not cut short by the lost lease: %v", cause)
+			if c.hangFrom == 0 {
+				if cause := <-cut; !errors.Is(cause, shell.ErrLeaseLost) {
+					t.Fatalf("the tool in flight was not cut short by the lost lease: %v", cause)
+				}
 			}
 			if n := hung.renewals.Load(); n < 2 {
 				t.Fatalf("%d renewals tried; want the heartbeat to go on after one timed out", n)
@@ -79,8 +102,7 @@ func TestHeartbeatGivesUpOnAHungStore(t *testing.T) {
 			if err != nil || len(runs) != 1 {
 				t.Fatalf("runs: %v %v", runs, err)
 			}
-			info := runs[0]
-			if info.Status != store.StatusRunning || info.LastSeq != 2 {
+			if info := runs[0]; info.Status != store.StatusRunning || info.LastSeq != 2 {
 				// Step 1 is the model call, step 2 the tool call.
 				t.Fatalf("the run after the lease was lost: %s at step %d; want running at step 2 (nothing written after)", info.Status, info.LastSeq)
 			}
