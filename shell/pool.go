@@ -78,8 +78,11 @@ func (p *Pool) Drive(ctx context.Context, ag *Agent, l store.Lease, acquired tim
 	if err := r.check(ag); err != nil {
 		// The run stays runnable for a worker that can drive it; the
 		// release must happen even when ctx has ended, or the run stays
-		// held until the lease expires.
-		_ = r.store.Release(context.WithoutCancel(ctx), l)
+		// held until the lease expires (as it does when the store does
+		// not answer within a third of the lease's TTL).
+		_, _ = within(context.WithoutCancel(ctx), r.opts.LeaseTTL/3, func(ctx context.Context) (struct{}, error) {
+			return struct{}{}, r.store.Release(ctx, l)
+		})
 		return Outcome{}, err
 	}
 	h, hctx := r.hold(ctx, l, acquired)
