@@ -309,7 +309,7 @@ func within[T any](ctx context.Context, d time.Duration, f func(context.Context)
 }
 
 // ErrStoreDeadline: a store call of the lease's heartbeat did not return
-// within its deadline (see Runner; a third of the lease's TTL).
+// within its deadline, a third of the lease's TTL (see Options.LeaseTTL).
 var ErrStoreDeadline = errors.New("the store did not answer in time")
 
 // renew extends the lease now. A lost lease cancels the drive, and so
