@@ -74,7 +74,7 @@ func TestCancelRequestSeenOnLoad(t *testing.T) {
 	})
 	ag := newAgent(t, counting)
 	r := shell.NewRunner(db, nil)
-	id, err := r.Create(ctx, ag, "go")
+	id, err := r.Pool().Create(ctx, ag, "go")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestCancelRequestSeenOnLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := r.Drive(ctx, ag, l, time.Now(), nil)
+	out, err := r.Pool().Drive(ctx, ag, l, time.Now(), nil)
 	if err != nil || out.Status != store.StatusCancelled || calls != 0 {
 		t.Fatalf("drive: %+v %v (model calls %d)", out, err, calls)
 	}
@@ -98,7 +98,7 @@ func TestCancelWaitsNoLongerThanAsked(t *testing.T) {
 	ctx := context.Background()
 	ag := newAgent(t, scripted(t, `{"text":"hi"}`))
 	r := shell.NewRunner(db, nil)
-	id, err := r.Create(ctx, ag, "go")
+	id, err := r.Pool().Create(ctx, ag, "go")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,17 @@
 // continuation state (and every tool-call intent) is durable in the Store
 // before the model or tool is called and before a pause is reported.
 //
+// A program that embeds stepwise calls the Runner: Start, Submit (answer a
+// pause), Resume, Fork and Cancel, each of which drives the run and returns
+// its Outcome (see ExampleRunner_Submit). A server, whose workers claim
+// runnable runs from the store, calls the Runner's Pool instead (Create,
+// Answer, Requeue, Fork, Drive). Both honour the caller's context; the
+// lease a drive holds is renewed with a deadline, and a drive whose lease
+// expires unrenewed (the store hangs) stops with ErrLeaseLost. The
+// processes that tools start cannot read the embedding program's
+// environment (shell/tools hides it, unless tools.ExposeEnvironment opts
+// out).
+//
 // Model providers (subpackage models/...) and tools (subpackage tools) plug in
 // through the ModelProvider and Tool interfaces; a tool's failure is a
 // core.ToolResult with Error set, which the model sees, never a Go error.

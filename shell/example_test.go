@@ -73,3 +73,62 @@ func ExampleNewTool() {
 	// send_letter is external: true - find_user is external: false
 	// completed [find_user] Sarah lives at 12 Elm St.
 }
+
+// A run pauses when the model calls an external tool: the program, not
+// the runner, performs the call. The paused run is durable in the store;
+// the program reads the pending calls from the Outcome, performs them,
+// and answers with Submit (from this process or another one, later), and
+// the run goes on to its answer.
+func ExampleRunner_Submit() {
+	reg := shell.NewRegistry()
+	if err := reg.External(core.Tool{Name: "approve_refund", Description: "Ask a person to approve a refund.",
+		Parameters: []byte(`{"type":"object","properties":{"amount":{"type":"number"}},"required":["amount"]}`)}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	cfg := core.DefaultConfig()
+	cfg.Name = "refunds"
+	ag, err := reg.Agent(cfg)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	model, _ := script.Parse(strings.NewReader(`{"tool_calls":[{"id":"call_1","name":"approve_refund","arguments":{"amount":42}}]}
+{"text":"Your refund of $42 is approved."}`), "refunds.jsonl")
+	ag.Models[core.Primary] = model
+
+	dir, _ := os.MkdirTemp("", "stepwise-example-")
+	defer os.RemoveAll(dir)
+	db, err := sqlite.Open(filepath.Join(dir, "runs.db"), nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer db.Close()
+	r := shell.NewRunner(db, nil)
+	ctx := context.Background()
+
+	out, err := r.Start(ctx, ag, "Refund my order, please.")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(out.Status)
+	var ans shell.Answers
+	for _, call := range out.Pending {
+		fmt.Printf("%s %s(%s)\n", call.ID, call.Name, call.Args)
+		// Perform the call here: ask a person, call a service...
+		ans.Results = append(ans.Results, core.ToolResult{CallID: call.ID, Output: "approved"})
+	}
+
+	out, err = r.Submit(ctx, ag, out.RunID, ans)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(out.Status, out.Answer)
+	// Output:
+	// awaiting_tool_results
+	// call_1 approve_refund({"amount":42})
+	// completed Your refund of $42 is approved.
+}

@@ -205,11 +205,28 @@ func describeOwner(owner string) string {
 
 // holding is a lease the runner holds while it drives a run: a heartbeat
 // renews it every third of its TTL, and lost is closed (and the drive's
-// context cancelled) when the run was taken over.
+// context cancelled) when the run was taken over, or when the lease
+// expired, by this process's clock, while the store did not renew it.
+//
+// Each store call the heartbeat makes (a renewal, a look for a requested
+// cancellation, the release) has a deadline of a third of the TTL and is
+// abandoned then (see within), so a store that hangs (a PostgreSQL
+// connection that no longer answers) cannot hold the heartbeat, and the
+// drive stops at the lease's expiry instead of going on without it.
 type holding struct {
 	r  *Runner
 	mu sync.Mutex
-	l  store.Lease
+	// base is the context of the heartbeat's store calls: the drive's,
+	// without its cancellation, since a renewal must go on while an
+	// interrupted drive checkpoints and marks the run, and the lease must
+	// be released after the drive's context ended; each call has its own
+	// deadline (storeDeadline).
+	base context.Context
+	// durable is the context of the drive's checkpoints: base, cancelled
+	// only when the lease is lost, which would refuse them anyway.
+	durable       context.Context
+	cancelDurable context.CancelCauseFunc
+	l             store.Lease
 	// validUntil is, by this process's monotonic clock, when the lease
 	// expires unless renewed: the start of the last successful renewal
 	// plus the TTL. A process stopped past it must not act before
@@ -227,8 +244,10 @@ type holding struct {
 // returned, is cancelled with ErrLeaseLost when the run is taken over.
 // release stops the heartbeat and gives the lease up.
 func (r *Runner) hold(ctx context.Context, l store.Lease, acquired time.Time) (*holding, context.Context) {
+	base := context.WithoutCancel(ctx)
+	durable, cancelDurable := context.WithCancelCause(base)
 	ctx, cancel := context.WithCancelCause(ctx)
-	h := &holding{r: r, l: l, validUntil: acquired.Add(r.opts.LeaseTTL), cancel: cancel,
+	h := &holding{r: r, base: base, durable: durable, cancelDurable: cancelDurable, l: l, validUntil: acquired.Add(r.opts.LeaseTTL), cancel: cancel,
 		stop: make(chan struct{}), done: make(chan struct{})}
 	go h.heartbeat()
 	return h, ctx
@@ -254,7 +273,49 @@ func (h *holding) heartbeat() {
 	}
 }
 
-// renew extends the lease now. A lost lease cancels the drive.
+// storeDeadline bounds each store call of the heartbeat: a third of the
+// TTL, its period, so that a renewal that hangs gives way to the next
+// before the lease expires.
+func (h *holding) storeDeadline() time.Duration { return h.r.opts.LeaseTTL / 3 }
+
+// within calls f with ctx bounded by d and returns its results, or
+// ErrStoreDeadline once d has passed, whether or not f honours its
+// context (a call that ignores it goes on in its goroutine, its results
+// dropped): the caller is never held longer than d.
+func within[T any](ctx context.Context, d time.Duration, f func(context.Context) (T, error)) (T, error) {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := f(ctx)
+		done <- result{v, err}
+	}()
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-ctx.Done():
+		select {
+		case r := <-done: // it answered just in time
+			return r.v, r.err
+		default:
+		}
+		var zero T
+		return zero, fmt.Errorf("%w (%s)", ErrStoreDeadline, d)
+	}
+}
+
+// ErrStoreDeadline: a store call of the lease's heartbeat did not return
+// within its deadline, a third of the lease's TTL (see Options.LeaseTTL).
+var ErrStoreDeadline = errors.New("the store did not answer in time")
+
+// renew extends the lease now. A lost lease cancels the drive, and so
+// does a lease that expired by this process's clock while renewing it
+// failed: another driver may have taken the run over, and the store,
+// unreachable, cannot say.
 func (h *holding) renew() error {
 	start := time.Now()
 	h.mu.Lock()
@@ -263,25 +324,42 @@ func (h *holding) renew() error {
 	if lost != nil {
 		return lost
 	}
-	// Not the drive's context: a renewal must finish even while an
-	// interrupted drive checkpoints and marks the run.
-	next, err := h.r.store.Renew(context.Background(), l, h.r.opts.LeaseTTL)
+	next, err := within(h.base, h.storeDeadline(), func(ctx context.Context) (store.Lease, error) {
+		return h.r.store.Renew(ctx, l, h.r.opts.LeaseTTL)
+	})
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	switch {
 	case err == nil:
-		h.l, h.validUntil = next, start.Add(h.r.opts.LeaseTTL)
+		if start.Add(h.r.opts.LeaseTTL).After(h.validUntil) {
+			h.l, h.validUntil = next, start.Add(h.r.opts.LeaseTTL)
+		}
+	case h.lostErr != nil: // lost meanwhile (a concurrent renewal)
+		err = h.lostErr
 	case errors.Is(err, store.ErrLeaseLost):
-		h.lostErr = err
-		h.cancel(err)
+		h.loseLocked(err)
+	case !time.Now().Before(h.validUntil):
+		err = fmt.Errorf("%w: it expired unrenewed (%v)", store.ErrLeaseLost, err)
+		h.loseLocked(err)
 	}
 	return err
+}
+
+// loseLocked records the lease lost, for err, and cuts short the drive
+// and its checkpoint in flight. h.mu is held.
+func (h *holding) loseLocked(err error) {
+	h.lostErr = err
+	h.cancel(err)
+	h.cancelDurable(err)
 }
 
 // watchCancel looks for a cancellation someone requested
 // (store.Runs.RequestCancel): the heartbeat asks at every renewal.
 func (h *holding) watchCancel() {
-	info, err := h.r.store.Run(context.Background(), h.lease().RunID)
+	runID := h.lease().RunID
+	info, err := within(h.base, h.storeDeadline(), func(ctx context.Context) (store.RunInfo, error) {
+		return h.r.store.Run(ctx, runID)
+	})
 	if err == nil && info.CancelReason != "" {
 		h.requestCancel(info.CancelReason)
 	}
@@ -350,9 +428,14 @@ func (h *holding) release() {
 	close(h.stop)
 	<-h.done
 	h.cancel(nil)
+	defer h.cancelDurable(nil)
 	if h.lost() == nil {
 		// The drive's context may be cancelled (an interrupt): the
-		// release must still happen, or the run stays held until expiry.
-		_ = h.r.store.Release(context.Background(), h.lease())
+		// release must still happen, or the run stays held until expiry
+		// (as it does when the store does not answer in time).
+		l := h.lease()
+		_, _ = within(h.base, h.storeDeadline(), func(ctx context.Context) (struct{}, error) {
+			return struct{}{}, h.r.store.Release(ctx, l)
+		})
 	}
 }

@@ -24,8 +24,10 @@ func (r *Runner) drive(ctx, hctx context.Context, ag *Agent, cur *cursor, h *hol
 	cfg := compiledConfig(ag.Config)
 	x := NewRedactor(ag.Secrets)
 	// Checkpoints run to their end whatever ctx does: a request is durable
-	// before it is made, or not made. (The lease still fences them.)
-	durable := context.WithoutCancel(ctx)
+	// before it is made, or not made. (The lease still fences them, and
+	// its loss, which would refuse them, cuts them short: a store that
+	// hangs holds the drive no longer than the lease lasts.)
+	durable := h.durable
 	for {
 		// A state that came from Resume (or the first state of a run) is new;
 		// a loaded checkpoint is already durable and is only re-issued.

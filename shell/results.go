@@ -185,12 +185,6 @@ func (r *Runner) InDoubt(ctx context.Context, ag *Agent, runID string) ([]InDoub
 	return r.inDoubt(ctx, ag, &cursor{id: runID, seq: rec.Seq, st: rec.State})
 }
 
-// InDoubtAt is InDoubt given the run's last step and its state (as
-// Latest returns it), without loading it.
-func (r *Runner) InDoubtAt(ctx context.Context, ag *Agent, runID string, seq int, st core.State) ([]InDoubtCall, error) {
-	return r.inDoubt(ctx, ag, &cursor{id: runID, seq: seq, st: st})
-}
-
 func (r *Runner) inDoubt(ctx context.Context, ag *Agent, cur *cursor) ([]InDoubtCall, error) {
 	p := cur.st.Pending
 	if p == nil || p.Kind != core.PendingTools || cur.st.Turn == nil {

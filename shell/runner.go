@@ -71,10 +71,14 @@ type Options struct {
 	// (default NewOwner(): host, pid and a random nonce).
 	Owner string
 	// LeaseTTL is how long a run's lease lasts unless renewed (default
-	// DefaultLeaseTTL); the runner renews it every third of that.
+	// DefaultLeaseTTL); the runner renews it every third of that, each
+	// renewal given a third of it to answer. When the store has not
+	// renewed it by its expiry (it hangs, or is unreachable), the drive
+	// stops with ErrLeaseLost, as when another driver took the run over.
 	LeaseTTL time.Duration
-	// Wait is how long Resume, Submit and Fork wait for a run that another
-	// live driver holds; 0 refuses at once with ErrBusy.
+	// Wait is how long Resume, Submit and Cancel (and the Pool's Answer
+	// and Requeue) wait for a run that another live driver holds; 0
+	// refuses at once with ErrBusy.
 	Wait time.Duration
 }
 
@@ -130,17 +134,48 @@ type Event struct {
 
 // Runner drives runs of agents and owns their goroutines, contexts and
 // timeouts. It is safe for concurrent use by several runs.
+//
+// A program that embeds stepwise calls these methods, each of which
+// drives the run until it completes, fails, pauses for external tools,
+// stalls, or ctx ends, and returns its Outcome:
+//
+//   - Start starts a run of an agent on an input.
+//   - Submit answers a paused run: the results of the external calls in
+//     Outcome.Pending (or the outcomes of in-doubt calls), then drives on.
+//   - Resume continues an interrupted, stalled or crashed run.
+//   - Fork starts a new run from a step of another, optionally with a
+//     different result for that step's request.
+//   - Cancel ends a run that has not ended.
+//   - Continue drives the counterfactual continuation of a replay's
+//     divergence (see Replay).
+//   - InDoubt lists the calls that were in flight when a run stopped.
+//
+// Servers and worker pools, which leave runs runnable for workers to
+// claim instead of driving them in the caller's goroutine, use the
+// runner's Pool. The Runner's methods of that kind (Create, Drive,
+// Answer, Requeue, ForkRunnable, Latest, InDoubtAt) are deprecated
+// forwarders to it.
+//
+// The processes that tools start (command and run_code tools, stdio MCP
+// servers) cannot read this process's environment or memory: the first
+// one started calls tools.HideEnvironment, once, for the whole process.
+// A program that wants them to (it keeps no secret in its environment,
+// or reads its own /proc/self files, which hiding makes unreadable) calls
+// tools.ExposeEnvironment.
 type Runner struct {
 	store Store
 	opts  Options
 	// states are the last states this runner checkpointed (see
 	// stateCache).
 	states stateCache
+	// pool is the runner's worker-pool operations (see Pool).
+	pool Pool
 }
 
 // NewRunner returns a runner that checkpoints to st.
 func NewRunner(st Store, opts *Options) *Runner {
 	r := &Runner{store: st}
+	r.pool.r = r
 	if opts != nil {
 		r.opts = *opts
 	}
@@ -384,7 +419,7 @@ type cursor struct {
 	// inDoubt collects what became of in-doubt calls, for the Outcome.
 	inDoubt []InDoubtCall
 	// handOff stops the drive before it performs a request: the run is
-	// left runnable, its request durable, for a worker (see Answer).
+	// left runnable, its request durable, for a worker (see Pool).
 	handOff bool
 	// stop, once closed, sets handOff (see Drive).
 	stop <-chan struct{}

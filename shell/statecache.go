@@ -1,7 +1,6 @@
 package shell
 
 import (
-	"context"
 	"sync"
 
 	"github.com/stepwise-agent/stepwise/core"
@@ -60,15 +59,4 @@ func (c *stateCache) forget(runID string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.runs, runID)
-}
-
-// Latest returns a run's last state and its seq, lastSeq being the last
-// step as store.Runs.Run reported it: the state this runner checkpointed
-// there when it did, else the store's latest (decoded from the whole log).
-func (r *Runner) Latest(ctx context.Context, runID string, lastSeq int) (core.State, int, error) {
-	if st, ok := r.states.get(runID, lastSeq); ok {
-		return st, lastSeq, nil
-	}
-	rec, err := r.store.LoadLatest(ctx, runID)
-	return rec.State, rec.Seq, err
 }

@@ -130,7 +130,7 @@ func BenchmarkExternalRoundTrip(b *testing.B) {
 
 		// In process.
 		t0 = time.Now()
-		if _, err := f.srv.runner.Answer(ctx, ag, inProc.ID, shell.Answers{Results: []core.ToolResult{{CallID: call, Output: "ok"}}}); err != nil {
+		if _, err := f.srv.runner.Pool().Answer(ctx, ag, inProc.ID, shell.Answers{Results: []core.ToolResult{{CallID: call, Output: "ok"}}}); err != nil {
 			b.Fatal(err)
 		}
 		f.srv.poke()

@@ -143,7 +143,7 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 	if id := presetRunID(r.Context()); id != "" {
 		runner = s.runnerFor(id)
 	}
-	id, err := runner.Create(r.Context(), ag, req.Input)
+	id, err := runner.Pool().Create(r.Context(), ag, req.Input)
 	if errors.Is(err, store.ErrExists) && id == "" && presetRunID(r.Context()) != "" {
 		id, err = presetRunID(r.Context()), nil // a retry that raced the first request's creation
 	}
@@ -213,14 +213,14 @@ func (s *Server) runJSON(ctx context.Context, id string) (apiRun, error) {
 func (s *Server) runJSONOf(ctx context.Context, ri store.RunInfo) (apiRun, error) {
 	id := ri.ID
 	run := s.runOf(ri, time.Now())
-	st, seq, err := s.runner.Latest(ctx, id, ri.LastSeq)
+	st, seq, err := s.runner.Pool().Latest(ctx, id, ri.LastSeq)
 	if err != nil {
 		return apiRun{}, err
 	}
 	run.withState(st)
 	if !ri.Status.Ended() {
 		if ag, _, err := s.agents.bySource(ri.Config); err == nil {
-			if doubt, err := s.runner.InDoubtAt(ctx, ag, id, seq, st); err == nil {
+			if doubt, err := s.runner.Pool().InDoubtAt(ctx, ag, id, seq, st); err == nil {
 				for _, d := range doubt {
 					run.InDoubt = append(run.InDoubt, apiInDoubt{apiCall: callOf(d.Call), Step: d.Step, Started: stamp(d.Started)})
 				}
@@ -347,7 +347,7 @@ func (s *Server) postResults(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if _, err := s.runner.Answer(r.Context(), ag, id, ans); err != nil {
+	if _, err := s.runner.Pool().Answer(r.Context(), ag, id, ans); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -373,7 +373,7 @@ func (s *Server) resumeRun(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if _, err := s.runner.Requeue(r.Context(), ag, id); err != nil {
+	if _, err := s.runner.Pool().Requeue(r.Context(), ag, id); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -466,7 +466,7 @@ func (s *Server) forkRun(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	out, err := s.runner.ForkRunnable(r.Context(), ag, id, *req.At, res)
+	out, err := s.runner.Pool().Fork(r.Context(), ag, id, *req.At, res)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			err = errorf(http.StatusNotFound, codeNotFound, "%v", err)

@@ -139,7 +139,7 @@ func (s *Server) drive(l store.Lease, acquired time.Time) {
 		s.mu.Unlock()
 		cancel(nil)
 	}()
-	out, err := s.runner.Drive(ctx, ag, l, acquired, s.stop)
+	out, err := s.runner.Pool().Drive(ctx, ag, l, acquired, s.stop)
 	if err != nil {
 		s.logf("run %s: %v", l.RunID, err)
 		return

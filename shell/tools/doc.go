@@ -29,8 +29,10 @@
 // the capabilities that read other processes' memory and, when the program
 // exits, times out, is cancelled, or this process dies (even by SIGKILL),
 // kills every process below it, setsid'ed and double-forked ones included.
-// HideEnvironment closes this process's environment to them. Elsewhere the
-// program runs in its own process group, which is killed.
+// The first program started closes this process's environment and memory
+// to them (HideEnvironment), unless the embedding program opted out with
+// ExposeEnvironment. Elsewhere the program runs in its own process group,
+// which is killed.
 //
 // A command tool whose call carries a view of its run (shell.RunContext.View,
 // declared by the agent) reads it as JSON from the file named by ViewEnv.

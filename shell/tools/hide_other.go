@@ -2,7 +2,6 @@
 
 package tools
 
-// HideEnvironment makes this process's environment and memory unreadable
-// to the processes its tools start. It does that on Linux only; here it
-// does nothing.
-func HideEnvironment() error { return nil }
+// setDumpable does nothing here: hiding the environment is done on Linux
+// only (see HideEnvironment).
+func setDumpable(bool) error { return nil }

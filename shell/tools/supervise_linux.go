@@ -87,7 +87,9 @@ type Supervisor struct {
 // executable file, as Start would. A command made with exec.CommandContext
 // is killed with Kill when its context is done. Do not set cmd.WaitDelay:
 // when it expires, exec kills the supervisor with SIGKILL, before it can
-// clean up.
+// clean up. Unless ExposeEnvironment opted out, the first call hides this
+// process's environment from the command (HideEnvironment), and an error
+// doing so is returned: the command must not start.
 //
 // Then call cmd.Start (or hand cmd to code that does), Started once Start
 // has returned, and cmd.Wait as usual: Wait returns once the command and
@@ -104,6 +106,9 @@ func Supervise(cmd *exec.Cmd, opts *SuperviseOptions) (*Supervisor, error) {
 		return nil, errors.New("supervise: the command must not set SysProcAttr or ExtraFiles")
 	}
 	if err := checkExecutable(cmd.Path, cmd.Dir); err != nil {
+		return nil, err
+	}
+	if err := hideByDefault(); err != nil {
 		return nil, err
 	}
 	spec, err := json.Marshal(superviseSpec{Path: cmd.Path, Args: cmd.Args, Dir: cmd.Dir, Env: cmd.Environ(), TermGrace: opts.termGrace()})

@@ -18,7 +18,7 @@ func claimAndDrive(t *testing.T, db shell.Store, r *shell.Runner, ag *shell.Agen
 	if err != nil {
 		t.Fatalf("claim: %v", err)
 	}
-	out, err := r.Drive(context.Background(), ag, l, time.Now(), nil)
+	out, err := r.Pool().Drive(context.Background(), ag, l, time.Now(), nil)
 	if err != nil {
 		t.Fatalf("drive: %v", err)
 	}
@@ -35,7 +35,7 @@ func TestWorkersDriveRunsRequestsPrepared(t *testing.T) {
 	ag := newAgent(t, scripted(t, `{"tool_calls":[{"id":"e1","name":"ask","arguments":{"x":"q"}}]}`, `{"text":"done"}`))
 	ag.Config.Tools = []core.Tool{external("ask")}
 	r := shell.NewRunner(db, nil)
-	id, err := r.Create(ctx, ag, "go")
+	id, err := r.Pool().Create(ctx, ag, "go")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func TestWorkersDriveRunsRequestsPrepared(t *testing.T) {
 	if _, err := db.Claim(ctx, store.LeaseRequest{Owner: "w/1/x", TTL: time.Minute}); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("a paused run was claimable: %v", err)
 	}
-	out, err = r.Answer(ctx, ag, id, shell.Answers{Results: []core.ToolResult{{CallID: "e1", Output: "yes"}}})
+	out, err = r.Pool().Answer(ctx, ag, id, shell.Answers{Results: []core.ToolResult{{CallID: "e1", Output: "yes"}}})
 	if err != nil || out.Status != store.StatusRunning {
 		t.Fatalf("answer: %+v %v", out, err)
 	}
@@ -61,11 +61,11 @@ func TestWorkersDriveRunsRequestsPrepared(t *testing.T) {
 	if out := claimAndDrive(t, db, r, ag); out.Status != store.StatusCompleted || out.Answer != "done" {
 		t.Fatalf("after the answer: %+v", out)
 	}
-	if _, err := r.Answer(ctx, ag, id, shell.Answers{Results: []core.ToolResult{{CallID: "e1", Output: "again"}}}); !errors.Is(err, shell.ErrAlreadyAnswered) {
+	if _, err := r.Pool().Answer(ctx, ag, id, shell.Answers{Results: []core.ToolResult{{CallID: "e1", Output: "again"}}}); !errors.Is(err, shell.ErrAlreadyAnswered) {
 		t.Fatalf("answering again: %v", err)
 	}
 	// A fork left runnable.
-	f, err := r.ForkRunnable(ctx, ag, id, 2, core.ToolResults{Results: []core.ToolResult{{CallID: "e1", Output: "no"}}})
+	f, err := r.Pool().Fork(ctx, ag, id, 2, core.ToolResults{Results: []core.ToolResult{{CallID: "e1", Output: "no"}}})
 	if err != nil || f.Status != store.StatusRunning || f.RunID == id {
 		t.Fatalf("fork: %+v %v", f, err)
 	}
@@ -89,7 +89,7 @@ func TestRequeueAndCancel(t *testing.T) {
 	if _, err := db.Claim(ctx, store.LeaseRequest{Owner: "w/1/x", TTL: time.Minute}); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("a run stalled for an hour was claimable: %v", err)
 	}
-	if o, err := r.Requeue(ctx, ag, out.RunID); err != nil || o.Status != store.StatusRunning {
+	if o, err := r.Pool().Requeue(ctx, ag, out.RunID); err != nil || o.Status != store.StatusRunning {
 		t.Fatalf("requeue: %+v %v", o, err)
 	}
 	ag.Models[core.Primary] = scripted(t, `{"text":"back"}`)
@@ -111,7 +111,7 @@ func TestRequeueAndCancel(t *testing.T) {
 		t.Fatalf("cancel an ended run: %v", err)
 	}
 	// A run created for a worker and cancelled before any worker saw it.
-	id, _ := r.Create(ctx, ag, "go")
+	id, _ := r.Pool().Create(ctx, ag, "go")
 	if c, err := r.Cancel(ctx, ag, id, ""); err != nil || c.Status != store.StatusCancelled {
 		t.Fatalf("cancel a new run: %+v %v", c, err)
 	}
@@ -133,18 +133,18 @@ func TestDriveHandsOff(t *testing.T) {
 	}}
 	ag := newAgent(t, scripted(t, `{"tool_calls":[{"id":"s1","name":"slow"}]}`, `{"text":"done"}`), slow)
 	r := shell.NewRunner(db, nil)
-	id, _ := r.Create(ctx, ag, "go")
+	id, _ := r.Pool().Create(ctx, ag, "go")
 	stop := make(chan struct{})
 	close(stop)
 	l, _ := db.Claim(ctx, store.LeaseRequest{Owner: "w/1/a", TTL: time.Minute})
-	out, err := r.Drive(ctx, ag, l, time.Now(), stop)
+	out, err := r.Pool().Drive(ctx, ag, l, time.Now(), stop)
 	if err != nil || out.Status != store.StatusRunning || out.Steps != 1 {
 		t.Fatalf("stopped drive: %+v %v", out, err)
 	}
 	wctx, cancel := context.WithCancelCause(ctx)
 	go func() { <-started; cancel(shell.ErrHandOff) }()
 	l, _ = db.Claim(ctx, store.LeaseRequest{Owner: "w/1/b", TTL: time.Minute})
-	out, err = r.Drive(wctx, ag, l, time.Now(), nil)
+	out, err = r.Pool().Drive(wctx, ag, l, time.Now(), nil)
 	if err != nil || out.Status != store.StatusRunning || calls != 1 {
 		t.Fatalf("handed-off drive: %+v %v (%d calls)", out, err, calls)
 	}
