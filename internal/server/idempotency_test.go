@@ -134,7 +134,7 @@ func TestIdempotencyKeyAfterACrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.srv.runnerFor(made).Create(ctx, ag, "hi"); err != nil {
+	if _, err := f.srv.runnerFor(made).Pool().Create(ctx, ag, "hi"); err != nil {
 		t.Fatal(err)
 	}
 	r = f.do("POST", "/v1/runs", body, "Idempotency-Key", "k-made")
