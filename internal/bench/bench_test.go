@@ -19,8 +19,16 @@ func TestSmallWorkload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Rows) != 5 {
+	// NORMAL and none for each N, CRITICAL and FULL for the FullNs.
+	if len(rep.Rows) != 6 {
 		t.Fatalf("%d rows", len(rep.Rows))
+	}
+	modes := map[string]int{}
+	for _, r := range rep.Rows {
+		modes[r.Sync]++
+	}
+	if modes["NORMAL"] != 2 || modes["CRITICAL"] != 1 || modes["FULL"] != 1 {
+		t.Errorf("rows by durability: %v", modes)
 	}
 	for _, r := range rep.Rows {
 		if r.Steps != 2*r.N+2 || r.TurnMedianUS <= 0 || r.TotalMS <= 0 {
