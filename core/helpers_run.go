@@ -14,6 +14,7 @@ package core
 import (
 	"errors"
 	"fmt"
+	"github.com/stepwise-agent/stepwise/core/schema"
 	"slices"
 	"strings"
 )
@@ -128,7 +129,7 @@ func callArgs(c *helperCall, env map[string]hval) (string, error) {
 	if cost > maxHelperValue {
 		return "", &evalError{off: c.off, msg: fmt.Sprintf("the arguments are larger than %d bytes", maxHelperValue)}
 	}
-	raw, err := canonicalJSON(obj)
+	raw, err := schema.Canonical(obj)
 	if err != nil {
 		return "", &evalError{off: c.off, msg: err.Error()}
 	}

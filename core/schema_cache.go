@@ -3,6 +3,8 @@ package core
 import (
 	"encoding/json"
 	"sync"
+
+	"github.com/stepwise-agent/stepwise/core/schema"
 )
 
 // schemaCacheSize bounds the compiled schemas kept; past it the cache starts
@@ -17,7 +19,7 @@ var schemaCache = struct {
 	m map[string]*argSchema
 }{m: map[string]*argSchema{}}
 
-// cachedArgSchema is compileArgSchema with the cache in front.
+// cachedArgSchema is schema.Compile with the cache in front.
 func cachedArgSchema(raw json.RawMessage) (*argSchema, error) {
 	schemaCache.Lock()
 	s, ok := schemaCache.m[string(raw)] // a lookup by string(raw) does not copy raw
@@ -25,7 +27,7 @@ func cachedArgSchema(raw json.RawMessage) (*argSchema, error) {
 	if ok {
 		return s, nil
 	}
-	s, err := compileArgSchema(raw)
+	s, err := schema.Compile(raw)
 	if err != nil {
 		return nil, err
 	}

@@ -15,11 +15,11 @@ func docParams(t Tool) string { return renderArgsJSON(docSchema(t)) }
 func docSchema(t Tool) string {
 	raw := string(t.Parameters)
 	s, err := cachedArgSchema(t.Parameters)
-	if err != nil || len(s.dropped) == 0 {
+	if err != nil || len(s.Dropped()) == 0 {
 		return raw
 	}
 	text := compactJSONText(raw)
-	for _, path := range s.dropped {
+	for _, path := range s.Dropped() {
 		text = withoutDefault(text, path)
 	}
 	return text
