@@ -7,11 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/stepwise-agent/stepwise/core/schema"
 	"math/big"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/stepwise-agent/stepwise/core/schema"
 )
 
 // maxHelperValue bounds the size of any value a program computes (its

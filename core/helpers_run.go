@@ -14,9 +14,10 @@ package core
 import (
 	"errors"
 	"fmt"
-	"github.com/stepwise-agent/stepwise/core/schema"
 	"slices"
 	"strings"
+
+	"github.com/stepwise-agent/stepwise/core/schema"
 )
 
 // progStop is a statement that could not be computed: the block ends there.
