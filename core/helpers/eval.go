@@ -1,4 +1,4 @@
-package core
+package helpers
 
 // Values of a running helpers program and how expressions compute them
 // (the rules are in the package doc, "The helpers format").
