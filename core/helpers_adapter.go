@@ -63,29 +63,15 @@ func helpersParseError(text string, err error) error {
 func parserTools(tools []Tool) []helpers.Tool {
 	out := make([]helpers.Tool, len(tools))
 	for i, t := range tools {
-		out[i] = helpers.Tool{Name: t.Name, Params: helperParamOrder(t.Parameters)}
+		out[i] = helpers.Tool{Name: t.Name, Parameters: t.Parameters}
 	}
 	return out
 }
 
 // helperParamOrder lists the names under a schema's "properties" in the
-// order the schema text writes them (a token walk, not a map, keeps it):
-// the order positional arguments take.
-func helperParamOrder(schema json.RawMessage) []string {
-	if !json.Valid(schema) {
-		return nil
-	}
-	for _, m := range jsonMembers(string(schema)) {
-		if m.key == "properties" && strings.HasPrefix(m.raw, "{") {
-			var names []string
-			for _, prop := range jsonMembers(m.raw) {
-				names = append(names, prop.key)
-			}
-			return names
-		}
-	}
-	return nil
-}
+// order the schema text writes them: the order positional arguments take
+// (helpers.ParamOrder).
+func helperParamOrder(schema json.RawMessage) []string { return helpers.ParamOrder(schema) }
 
 // helperArg is an argument as JSON (its name and value), for the example
 // calls of the tool docs (prompt.go).

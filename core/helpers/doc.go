@@ -7,7 +7,8 @@
 // The contract:
 //
 //   - Parse reads a reply's blocks, given the agent's tools as plain data
-//     (Tool: a name and its positional parameter order). A program of
+//     (Tool: a name and its parameter schema, whose properties name
+//     positional arguments in the order written: ParamOrder). A program of
 //     literal calls parses to Calls, byte for byte what the format always
 //     gave; any other to a Program. A problem is an *Error with its line
 //     and column, in words the model can correct from.

@@ -1,17 +1,19 @@
 package helpers
 
 import (
+	"bytes"
+	"encoding/json"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 )
 
 // Tool is what the parser needs to know of one of the agent's tools: its
-// name, and its parameter names in the order its schema's "properties" are
-// written, which positional arguments take.
+// name, and its parameter schema, whose "properties", in the order the
+// schema text writes them, name positional arguments (ParamOrder).
 type Tool struct {
-	Name   string
-	Params []string
+	Name       string
+	Parameters json.RawMessage
 }
 
 // Call is a call of a block of literal calls: the tool's name and its
@@ -51,7 +53,7 @@ type Parsed struct {
 // The callee may be dotted (a tool named "a.b"). Arguments are keyword
 // (name=value, where unlike Python the name may be a keyword such as from;
 // or a dict after **) or positional; positional ones take the tool's
-// parameter names (Tool.Params), so a positional argument needs a known
+// parameter names (ParamOrder), so a positional argument needs a known
 // tool. Literals are strings (single, double or triple quotes; r/u/f
 // prefixes; the escapes \n \t \\ \' \" \xHH \uXXXX \UXXXXXXXX and octal),
 // ints (decimal, 0x/0o/0b, underscores), floats, True/False/None, lists,
@@ -392,7 +394,7 @@ func (p *helperParser) namedArgs(positional, keyword []helperCallArg) ([]helperC
 	var names []string
 	if len(positional) > 0 {
 		t, known := helperTool(p.tools, p.call)
-		names = t.Params
+		names = ParamOrder(t.Parameters)
 		if len(positional) > len(names) {
 			extra := positional[len(names)]
 			switch {
@@ -540,4 +542,52 @@ func helperTool(tools []Tool, name string) (Tool, bool) {
 		}
 	}
 	return Tool{}, false
+}
+
+// ParamOrder lists the names under a parameter schema's "properties" in the
+// order the schema text writes them (a token walk, not a map, keeps it): the
+// names positional arguments take, in order. It is nil for a schema that is
+// not valid JSON or has no "properties" object.
+func ParamOrder(schema json.RawMessage) []string {
+	if !json.Valid(schema) {
+		return nil
+	}
+	for _, m := range objectMembers(schema) {
+		if m.key == "properties" && bytes.HasPrefix(m.raw, []byte("{")) {
+			var names []string
+			for _, prop := range objectMembers(m.raw) {
+				names = append(names, prop.key)
+			}
+			return names
+		}
+	}
+	return nil
+}
+
+type member struct {
+	key string
+	raw json.RawMessage
+}
+
+// objectMembers lists the members of a valid JSON object in the order
+// written, a key given twice included; nil when raw is not an object.
+func objectMembers(raw json.RawMessage) []member {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil
+	}
+	var out []member
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return out
+		}
+		key, _ := tok.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return out
+		}
+		out = append(out, member{key: key, raw: v})
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 package helpers
 
 import (
+	"encoding/json"
 	"errors"
 	"reflect"
 	"strings"
@@ -8,9 +9,9 @@ import (
 )
 
 var testTools = []Tool{
-	{Name: "find_user", Params: []string{"name", "zip"}},
-	{Name: "orders", Params: []string{"user_id"}},
-	{Name: "files.read", Params: []string{"path"}},
+	{Name: "find_user", Parameters: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"},"zip":{"type":"string"}}}`)},
+	{Name: "orders", Parameters: json.RawMessage(`{"properties":{"user_id":{}}}`)},
+	{Name: "files.read", Parameters: json.RawMessage(`{"properties":{"path":{}}}`)},
 }
 
 func TestParseLiteralCalls(t *testing.T) {
@@ -94,6 +95,26 @@ func TestIdentifiersAndKeywords(t *testing.T) {
 	for s, want := range map[string]bool{"from": true, "None": true, "lambda": true, "name": false, "none": false} {
 		if got := IsKeyword(s); got != want {
 			t.Errorf("IsKeyword(%q) = %t", s, got)
+		}
+	}
+}
+
+func TestParamOrderFollowsSchemaText(t *testing.T) {
+	for _, tc := range []struct {
+		schema string
+		want   []string
+	}{
+		{`{"required":["b"],"properties":{"zeta":{},"alpha":{"properties":{"inner":{}}},"mid":{}},"type":"object"}`, []string{"zeta", "alpha", "mid"}},
+		{`{"properties":"x","type":"object"}`, nil},
+		{`{"properties":[],"properties":{"a":{},"b":{},"a":{}}}`, []string{"a", "b", "a"}},
+		{` { "properties" : { "na\u006de" : {} } } `, []string{"name"}},
+		{`{"properties":{}}`, nil},
+		{`not json`, nil},
+		{`[{"properties":{"a":{}}}]`, nil},
+		{``, nil},
+	} {
+		if got := ParamOrder(json.RawMessage(tc.schema)); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("ParamOrder(%s) = %q, want %q", tc.schema, got, tc.want)
 		}
 	}
 }
