@@ -39,11 +39,14 @@ type programHost struct {
 	step int
 }
 
+// IsTool reports whether name is one of the agent's tools.
 func (h programHost) IsTool(name string) bool {
 	_, ok := h.cfg.tool(name)
 	return ok
 }
 
+// Call validates the program's n-th call (ValidateCall) under the id
+// the n-th call of a block of literal calls would get.
 func (h programHost) Call(n int, name, args string) (helpers.ToolCall, error) {
 	tc, err := ValidateCall(h.cfg, NativeCall{ID: callID(h.step, n), Name: name, Arguments: args})
 	if err != nil {

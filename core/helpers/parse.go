@@ -1,11 +1,8 @@
 package helpers
 
 import (
-	"bytes"
 	"encoding/json"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 )
 
 // Tool is what the parser needs to know of one of the agent's tools: its
@@ -444,97 +441,6 @@ func membersJSON(members []helperArg) string {
 	return b.String()
 }
 
-// skipSpace skips spaces, comments (to the end of the line, or to
-// </helpers>), backslash line continuations and, inside brackets, newlines.
-func (p *helperParser) skipSpace() {
-	for p.pos < len(p.src) {
-		switch c := p.src[p.pos]; {
-		case c == ' ' || c == '\t' || c == '\r' || c == '\f':
-			p.pos++
-		case c == '\n' && p.depth > 0:
-			p.pos++
-		case c == '\\' && p.at("\\\n"):
-			p.pos += 2
-		case c == '\\' && p.at("\\\r\n"):
-			p.pos += 3
-		case c == '#':
-			for p.pos < len(p.src) && p.src[p.pos] != '\n' && !p.at(Close) {
-				p.pos++
-			}
-		default:
-			return
-		}
-	}
-}
-
-// skipBlank skips space, blank lines and ';' between statements.
-func (p *helperParser) skipBlank() {
-	for {
-		p.skipSpace()
-		if p.pos >= len(p.src) || (p.src[p.pos] != '\n' && p.src[p.pos] != ';') {
-			return
-		}
-		p.pos++
-	}
-}
-
-// ident reads a Python identifier (possibly empty).
-func (p *helperParser) ident() string {
-	start := p.pos
-	for p.pos < len(p.src) {
-		r, n := utf8.DecodeRuneInString(p.src[p.pos:])
-		if !pyIdentRune(r, p.pos > start) {
-			break
-		}
-		p.pos += n
-	}
-	return p.src[start:p.pos]
-}
-
-func pyIdentRune(r rune, notFirst bool) bool {
-	if r == '_' || unicode.IsLetter(r) {
-		return true
-	}
-	return notFirst && (unicode.IsDigit(r) || unicode.In(r, unicode.Mn, unicode.Mc, unicode.Pc))
-}
-
-// IsIdentifier reports whether s can be written as a keyword argument
-// name (name=value): a Python identifier that is not a keyword.
-func IsIdentifier(s string) bool {
-	if s == "" || pythonKeywords[s] {
-		return false
-	}
-	for i, r := range s {
-		if !pyIdentRune(r, i > 0) {
-			return false
-		}
-	}
-	return true
-}
-
-func pyDigit(c byte) bool    { return c >= '0' && c <= '9' }
-func pyHexDigit(c byte) bool { return pyDigit(c) || (c|0x20 >= 'a' && c|0x20 <= 'f') }
-
-func pyOperatorRun(s, set string) string {
-	i := 0
-	for i < len(s) && strings.IndexByte(set, s[i]) >= 0 {
-		i++
-	}
-	return s[:i]
-}
-
-// IsKeyword reports whether s is a Python keyword (which a statement
-// cannot assign to, though an argument name may be one).
-func IsKeyword(s string) bool { return pythonKeywords[s] }
-
-var pythonKeywords = map[string]bool{
-	"False": true, "None": true, "True": true, "and": true, "as": true, "assert": true, "async": true,
-	"await": true, "break": true, "class": true, "continue": true, "def": true, "del": true, "elif": true,
-	"else": true, "except": true, "finally": true, "for": true, "from": true, "global": true, "if": true,
-	"import": true, "in": true, "is": true, "lambda": true, "nonlocal": true, "not": true, "or": true,
-	"pass": true, "raise": true, "return": true, "try": true, "while": true, "with": true, "yield": true,
-}
-
 func helperTool(tools []Tool, name string) (Tool, bool) {
 	for _, t := range tools {
 		if t.Name == name {
@@ -542,52 +448,4 @@ func helperTool(tools []Tool, name string) (Tool, bool) {
 		}
 	}
 	return Tool{}, false
-}
-
-// ParamOrder lists the names under a parameter schema's "properties" in the
-// order the schema text writes them (a token walk, not a map, keeps it): the
-// names positional arguments take, in order. It is nil for a schema that is
-// not valid JSON or has no "properties" object.
-func ParamOrder(schema json.RawMessage) []string {
-	if !json.Valid(schema) {
-		return nil
-	}
-	for _, m := range objectMembers(schema) {
-		if m.key == "properties" && bytes.HasPrefix(m.raw, []byte("{")) {
-			var names []string
-			for _, prop := range objectMembers(m.raw) {
-				names = append(names, prop.key)
-			}
-			return names
-		}
-	}
-	return nil
-}
-
-type member struct {
-	key string
-	raw json.RawMessage
-}
-
-// objectMembers lists the members of a valid JSON object in the order
-// written, a key given twice included; nil when raw is not an object.
-func objectMembers(raw json.RawMessage) []member {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return nil
-	}
-	var out []member
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return out
-		}
-		key, _ := tok.(string)
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return out
-		}
-		out = append(out, member{key: key, raw: v})
-	}
-	return out
 }

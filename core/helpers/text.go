@@ -15,6 +15,7 @@ type Error struct {
 	Msg       string
 }
 
+// Error is the message with its place: line 2 column 5: ...
 func (e *Error) Error() string {
 	return fmt.Sprintf("line %d column %d: %s", e.Line, e.Col, e.Msg)
 }

@@ -20,6 +20,7 @@ type argError struct {
 // argErrors is every problem of one call, sorted by argument path.
 type argErrors []argError
 
+// Error joins the problems' texts with "; ".
 func (e argErrors) Error() string {
 	texts := make([]string, len(e))
 	for i, x := range e {
