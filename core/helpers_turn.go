@@ -61,7 +61,10 @@ func (h programHost) Call(n int, name, args string) (helpers.ToolCall, error) {
 func runProgram(cfg Config, text string, prog *helperProgram, step int, made []ToolCall, results []ToolResult) progRun {
 	done := make([]helpers.Result, len(made))
 	for i, c := range made {
-		r := results[i]
+		var r ToolResult // a result not recorded is one not in yet
+		if i < len(results) {
+			r = results[i]
+		}
 		done[i] = helpers.Result{ID: c.ID, Tool: c.Name, Output: r.Output, Error: r.Error, Pending: r.CallID == ""}
 	}
 	run := prog.Run(text, programHost{cfg, step}, done)
