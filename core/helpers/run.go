@@ -75,7 +75,7 @@ func (prog *Program) Run(text string, host Host, made []Result) Run {
 			// again once their results are in.
 			return Run{Calls: out}
 		}
-		return Run{Stop: &Stop{Line: LineOf(text, st.off), Stmt: text[st.off:st.end], Msg: err.Error()}}
+		return Run{Stop: &Stop{Line: lineOf(text, st.off), Stmt: text[st.off:st.end], Msg: err.Error()}}
 	}
 	for _, st := range prog.stmts {
 		if st.call == nil {
@@ -202,19 +202,19 @@ func (prog *Program) Check(text string, host Host) []string {
 			}
 			if err == nil {
 				if _, verr := host.Call(k, st.call.name, args); verr != nil {
-					errs = append(errs, fmt.Sprintf("line %d: %v", LineOf(text, st.off), verr))
+					errs = append(errs, fmt.Sprintf("line %d: %v", lineOf(text, st.off), verr))
 				}
 				continue
 			}
 		}
 		if err != errAwaitsResult {
-			errs = append(errs, fmt.Sprintf("line %d (%s): %v", LineOf(text, st.off), clipText(text[st.off:st.end], 80), err))
+			errs = append(errs, fmt.Sprintf("line %d (%s): %v", lineOf(text, st.off), clipText(text[st.off:st.end], 80), err))
 		}
 	}
 	return errs
 }
 
-// LineOf is the 1-based line of offset off in text.
-func LineOf(text string, off int) int {
+// lineOf is the 1-based line of offset off in text.
+func lineOf(text string, off int) int {
 	return strings.Count(text[:min(off, len(text))], "\n") + 1
 }

@@ -118,8 +118,8 @@ func TestLineOf(t *testing.T) {
 		off  int
 		want int
 	}{{"a\nb\nc", 0, 1}, {"a\nb\nc", 2, 2}, {"a\nb\nc", 4, 3}, {"a\nb", 99, 2}} {
-		if got := LineOf(tc.text, tc.off); got != tc.want {
-			t.Errorf("LineOf(%q, %d) = %d, want %d", tc.text, tc.off, got, tc.want)
+		if got := lineOf(tc.text, tc.off); got != tc.want {
+			t.Errorf("lineOf(%q, %d) = %d, want %d", tc.text, tc.off, got, tc.want)
 		}
 	}
 }
