@@ -41,7 +41,7 @@ bench-e2e: bin/stepwise
 
 ## fuzz: every fuzz target (parsers, decoders) for FUZZTIME each.
 fuzz:
-	@for p in ./core/ ./store/internal/codec/ ./shell/mcp/ ./shell/models/openai/ ./shell/models/script/ ./shell/tools/; do \
+	@for p in ./core/ ./core/schema/ ./core/helpers/ ./store/internal/codec/ ./shell/mcp/ ./shell/models/openai/ ./shell/models/script/ ./shell/tools/; do \
 		for t in $$($(GO) test -list '^Fuzz' $$p | grep '^Fuzz'); do \
 			echo "== $$p $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$p || exit 1; done; done
 

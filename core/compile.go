@@ -3,6 +3,8 @@ package core
 import (
 	"bytes"
 	"encoding/json"
+
+	"github.com/stepwise-agent/stepwise/core/schema"
 )
 
 // compiledAgent is what Compile works out of a Config once, so that Start, Step
@@ -91,5 +93,5 @@ func (c Config) argSchema(t Tool) (*argSchema, error) {
 			return s.schema, nil
 		}
 	}
-	return compileArgSchema(t.Parameters)
+	return schema.Compile(t.Parameters)
 }

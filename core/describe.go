@@ -237,3 +237,11 @@ func clip(s string) string {
 }
 
 func quote(s string) string { return fmt.Sprintf("%q", clip(s)) }
+
+// plural counts units in words: "1 item", "3 items".
+func plural(n int, unit string) string {
+	if n == 1 {
+		return "1 " + unit
+	}
+	return fmt.Sprintf("%d %ss", n, unit)
+}

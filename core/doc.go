@@ -54,6 +54,22 @@
 // from its parent's count. DescribeState shows it as requests=, the HTTP API
 // as counters.requests.
 //
+// # Layout
+//
+// core holds the state machine: State, Action, Result, Start/Step/Resume,
+// the formats and the policies. Ideas that stand on their own are
+// subpackages, each pure like core, each importing nothing of stepwise
+// above it (core imports them, never the other way; the purity test checks
+// every package under core/):
+//
+//   - core/schema: the JSON Schema validator of tool arguments and outputs,
+//     and the JSON values it reads and writes (DecodeArgs, Canonical).
+//   - core/helpers: the helpers language, parsed and interpreted over a
+//     Host that core supplies (helpers_adapter.go, helpers_turn.go).
+//   - core/internal/wire: the canonical CBOR primitives the encoders of
+//     core's types (encode_fast.go) are built on.
+//   - core/coretest: rapid generators and invariant checks, for tests.
+//
 // # Tool-call formats
 //
 // Config.Format selects how the model writes tool calls: native, xml, json,

@@ -1,17 +1,16 @@
 package core
 
-import (
-	"encoding/binary"
-	"math"
-)
+import "github.com/stepwise-agent/stepwise/core/internal/wire"
 
-// Hand-written encoders for the types on the checkpoint path. Each appends
-// exactly the bytes encMode.Marshal gives for its value, without reflection.
-// The library's rules under CoreDetEncOptions, as they apply to these types:
+// Hand-written encoders for the core's types on the checkpoint path, built
+// on wire's primitives. Each appends exactly the bytes wire.EncMode()
+// Marshal gives for its value, without reflection. The library's rules
+// under CoreDetEncOptions, as they apply to these types:
 //
 //   - A struct is a map of its fields that are not omitted. Every keyasint
 //     key here is below 24, so each key is one byte and keys go in ascending
-//     order; a struct has fewer than 24 fields, so its map head is one byte.
+//     order; a struct has fewer than 24 fields, so its map head is one byte
+//     (wire.Fields).
 //   - omitempty drops "", 0, false, a nil pointer, a nil or empty slice, and
 //     a struct whose fields are all omitempty and all empty (Usage{}).
 //   - A nil slice that is not omitempty is null (0xf6); an empty one is an
@@ -20,507 +19,388 @@ import (
 //     as they are (invalid UTF-8 included).
 //   - Every head (integers, lengths) takes its shortest form.
 //
-// A type without an encoder here goes through encMode.Marshal. The tests in
-// encode_fast_test.go compare every encoder with the library and fail when a
-// struct gains a field its encoder does not know.
-
-// CBOR major types, shifted into the initial byte.
-const (
-	majorUint  byte = 0 << 5
-	majorNeg   byte = 1 << 5
-	majorBytes byte = 2 << 5
-	majorText  byte = 3 << 5
-	majorArray byte = 4 << 5
-	majorMap   byte = 5 << 5
-
-	cborFalse byte = 0xf4
-	cborTrue  byte = 0xf5
-	cborNull  byte = 0xf6
-)
-
-// appendHead appends the head of an item of the major type with argument n
-// (a length, a count or an integer's value) in its shortest form.
-func appendHead(dst []byte, major byte, n uint64) []byte {
-	switch {
-	case n < 24:
-		return append(dst, major|byte(n))
-	case n <= math.MaxUint8:
-		return append(dst, major|24, byte(n))
-	case n <= math.MaxUint16:
-		return binary.BigEndian.AppendUint16(append(dst, major|25), uint16(n))
-	case n <= math.MaxUint32:
-		return binary.BigEndian.AppendUint32(append(dst, major|26), uint32(n))
-	}
-	return binary.BigEndian.AppendUint64(append(dst, major|27), n)
-}
-
-func appendText(dst []byte, s string) []byte {
-	return append(appendHead(dst, majorText, uint64(len(s))), s...)
-}
-
-// appendBytes writes a byte string; nil is null, as the library writes it.
-func appendBytes(dst, b []byte) []byte {
-	if b == nil {
-		return append(dst, cborNull)
-	}
-	return append(appendHead(dst, majorBytes, uint64(len(b))), b...)
-}
-
-func appendInt(dst []byte, i int) []byte { return appendInt64(dst, int64(i)) }
-
-func appendInt64(dst []byte, i int64) []byte {
-	if i < 0 {
-		return appendHead(dst, majorNeg, uint64(-1-i))
-	}
-	return appendHead(dst, majorUint, uint64(i))
-}
-
-func appendBool(dst []byte, b bool) []byte {
-	if b {
-		return append(dst, cborTrue)
-	}
-	return append(dst, cborFalse)
-}
-
-// appendList writes an array of list's items; a nil list is null.
-func appendList[T any](dst []byte, list []T, item func([]byte, *T) []byte) []byte {
-	if list == nil {
-		return append(dst, cborNull)
-	}
-	dst = appendHead(dst, majorArray, uint64(len(list)))
-	for i := range list {
-		dst = item(dst, &list[i])
-	}
-	return dst
-}
-
-// appendStrings writes an array of text strings; a nil slice is null.
-func appendStrings(dst []byte, list []string) []byte {
-	if list == nil {
-		return append(dst, cborNull)
-	}
-	dst = appendHead(dst, majorArray, uint64(len(list)))
-	for _, s := range list {
-		dst = appendText(dst, s)
-	}
-	return dst
-}
-
-// fields writes the map of a struct's fields. Which fields are omitted is
-// only known as they are written, so open reserves the one-byte head, key
-// counts each field it writes, and close patches the count into the head.
-type fields struct {
-	head int // offset of the head in dst
-	n    byte
-}
-
-func (f *fields) open(dst []byte) []byte {
-	f.head, f.n = len(dst), 0
-	return append(dst, majorMap)
-}
-
-// key appends an integer key (keyasint, below 24).
-func (f *fields) key(dst []byte, k byte) []byte {
-	f.n++
-	return append(dst, majorUint|k)
-}
-
-// name appends a text key (a field without a cbor tag).
-func (f *fields) name(dst []byte, s string) []byte {
-	f.n++
-	return appendText(dst, s)
-}
-
-func (f *fields) close(dst []byte) []byte {
-	dst[f.head] = majorMap | f.n
-	return dst
-}
+// A type without an encoder here goes through wire.EncMode().Marshal. The
+// tests in encode_fast_test.go compare every encoder with the library and
+// fail when a struct gains a field its encoder does not know.
 
 func appendMessage(dst []byte, m *Message) []byte {
-	var f fields
-	dst = f.open(dst)
+	var f wire.Fields
+	dst = f.Open(dst)
 	if m.Role != "" {
-		dst = appendText(f.key(dst, 1), string(m.Role))
+		dst = wire.AppendText(f.Key(dst, 1), string(m.Role))
 	}
 	if m.Content != "" {
-		dst = appendText(f.key(dst, 2), m.Content)
+		dst = wire.AppendText(f.Key(dst, 2), m.Content)
 	}
 	if len(m.Calls) > 0 {
-		dst = appendList(f.key(dst, 3), m.Calls, appendToolCall)
+		dst = wire.AppendList(f.Key(dst, 3), m.Calls, appendToolCall)
 	}
 	if m.CallID != "" {
-		dst = appendText(f.key(dst, 4), m.CallID)
+		dst = wire.AppendText(f.Key(dst, 4), m.CallID)
 	}
 	if m.Name != "" {
-		dst = appendText(f.key(dst, 5), m.Name)
+		dst = wire.AppendText(f.Key(dst, 5), m.Name)
 	}
 	if m.IsError {
-		dst = appendBool(f.key(dst, 6), true)
+		dst = wire.AppendBool(f.Key(dst, 6), true)
 	}
 	if len(m.Attachments) > 0 {
-		dst = appendList(f.key(dst, 7), m.Attachments, appendAttachment)
+		dst = wire.AppendList(f.Key(dst, 7), m.Attachments, appendAttachment)
 	}
 	if m.Opaque != nil {
-		dst = appendOpaque(f.key(dst, 8), m.Opaque)
+		dst = appendOpaque(f.Key(dst, 8), m.Opaque)
 	}
-	return f.close(dst)
+	return f.Close(dst)
 }
 
 func appendOpaque(dst []byte, o *Opaque) []byte {
-	var f fields
-	dst = f.open(dst)
+	var f wire.Fields
+	dst = f.Open(dst)
 	if o.Provider != "" {
-		dst = appendText(f.key(dst, 1), o.Provider)
+		dst = wire.AppendText(f.Key(dst, 1), o.Provider)
 	}
 	if len(o.Data) > 0 {
-		dst = appendBytes(f.key(dst, 2), o.Data)
+		dst = wire.AppendBytes(f.Key(dst, 2), o.Data)
 	}
-	return f.close(dst)
+	return f.Close(dst)
 }
 
 func appendToolCall(dst []byte, c *ToolCall) []byte {
-	var f fields
-	dst = f.open(dst)
+	var f wire.Fields
+	dst = f.Open(dst)
 	if c.ID != "" {
-		dst = appendText(f.key(dst, 1), c.ID)
+		dst = wire.AppendText(f.Key(dst, 1), c.ID)
 	}
 	if c.Name != "" {
-		dst = appendText(f.key(dst, 2), c.Name)
+		dst = wire.AppendText(f.Key(dst, 2), c.Name)
 	}
 	if len(c.Args) > 0 {
-		dst = appendBytes(f.key(dst, 3), c.Args)
+		dst = wire.AppendBytes(f.Key(dst, 3), c.Args)
 	}
 	if c.Raw != "" {
-		dst = appendText(f.key(dst, 4), c.Raw)
+		dst = wire.AppendText(f.Key(dst, 4), c.Raw)
 	}
-	return f.close(dst)
+	return f.Close(dst)
 }
 
 func appendToolResult(dst []byte, r *ToolResult) []byte {
-	var f fields
-	dst = f.open(dst)
+	var f wire.Fields
+	dst = f.Open(dst)
 	if r.CallID != "" {
-		dst = appendText(f.key(dst, 1), r.CallID)
+		dst = wire.AppendText(f.Key(dst, 1), r.CallID)
 	}
 	if r.Output != "" {
-		dst = appendText(f.key(dst, 2), r.Output)
+		dst = wire.AppendText(f.Key(dst, 2), r.Output)
 	}
 	if r.Error != "" {
-		dst = appendText(f.key(dst, 3), r.Error)
+		dst = wire.AppendText(f.Key(dst, 3), r.Error)
 	}
 	if len(r.Sources) > 0 {
-		dst = appendStrings(f.key(dst, 4), r.Sources)
+		dst = wire.AppendStrings(f.Key(dst, 4), r.Sources)
 	}
 	if len(r.Attachments) > 0 {
-		dst = appendList(f.key(dst, 5), r.Attachments, appendAttachment)
+		dst = wire.AppendList(f.Key(dst, 5), r.Attachments, appendAttachment)
 	}
 	if r.Cached {
-		dst = appendBool(f.key(dst, 6), true)
+		dst = wire.AppendBool(f.Key(dst, 6), true)
 	}
-	return f.close(dst)
+	return f.Close(dst)
 }
 
 func appendAttachment(dst []byte, a *Attachment) []byte {
-	var f fields
-	dst = f.open(dst)
+	var f wire.Fields
+	dst = f.Open(dst)
 	if a.MIME != "" {
-		dst = appendText(f.key(dst, 1), a.MIME)
+		dst = wire.AppendText(f.Key(dst, 1), a.MIME)
 	}
 	if len(a.Data) > 0 {
-		dst = appendBytes(f.key(dst, 2), a.Data)
+		dst = wire.AppendBytes(f.Key(dst, 2), a.Data)
 	}
-	return f.close(dst)
+	return f.Close(dst)
 }
 
 func appendState(dst []byte, st *State) []byte {
-	var f fields
-	dst = f.open(dst)
-	dst = appendInt(f.key(dst, 1), st.Version)
-	dst = appendRequest(f.key(dst, 2), &st.Request)
-	dst = appendText(f.key(dst, 3), string(st.Phase))
+	var f wire.Fields
+	dst = f.Open(dst)
+	dst = wire.AppendInt(f.Key(dst, 1), st.Version)
+	dst = appendRequest(f.Key(dst, 2), &st.Request)
+	dst = wire.AppendText(f.Key(dst, 3), string(st.Phase))
 	if len(st.Messages) > 0 {
-		dst = appendList(f.key(dst, 4), st.Messages, appendMessage)
+		dst = wire.AppendList(f.Key(dst, 4), st.Messages, appendMessage)
 	}
 	if st.Pending != nil {
-		dst = appendPending(f.key(dst, 5), st.Pending)
+		dst = appendPending(f.Key(dst, 5), st.Pending)
 	}
 	if st.Turn != nil {
-		dst = appendTurn(f.key(dst, 6), st.Turn)
+		dst = appendTurn(f.Key(dst, 6), st.Turn)
 	}
-	dst = appendCounters(f.key(dst, 7), &st.Counters)
+	dst = appendCounters(f.Key(dst, 7), &st.Counters)
 	if len(st.ToolsUsed) > 0 {
-		dst = appendStrings(f.key(dst, 8), st.ToolsUsed)
+		dst = wire.AppendStrings(f.Key(dst, 8), st.ToolsUsed)
 	}
 	if len(st.Sources) > 0 {
-		dst = appendStrings(f.key(dst, 9), st.Sources)
+		dst = wire.AppendStrings(f.Key(dst, 9), st.Sources)
 	}
 	if st.Answer != "" {
-		dst = appendText(f.key(dst, 10), st.Answer)
+		dst = wire.AppendText(f.Key(dst, 10), st.Answer)
 	}
 	if st.Failure != nil {
-		dst = appendFailure(f.key(dst, 11), st.Failure)
+		dst = appendFailure(f.Key(dst, 11), st.Failure)
 	}
 	if st.Escalation != "" {
-		dst = appendText(f.key(dst, 12), st.Escalation)
+		dst = wire.AppendText(f.Key(dst, 12), st.Escalation)
 	}
 	if st.Recent != nil {
-		dst = appendCallLog(f.key(dst, 13), st.Recent)
+		dst = appendCallLog(f.Key(dst, 13), st.Recent)
 	}
-	return f.close(dst)
+	return f.Close(dst)
 }
 
 func appendRequest(dst []byte, r *Request) []byte {
-	var f fields
-	dst = f.open(dst)
+	var f wire.Fields
+	dst = f.Open(dst)
 	if r.Input != "" {
-		dst = appendText(f.key(dst, 1), r.Input)
+		dst = wire.AppendText(f.Key(dst, 1), r.Input)
 	}
-	return f.close(dst)
+	return f.Close(dst)
 }
 
 func appendPending(dst []byte, p *Pending) []byte {
-	var f fields
-	dst = f.open(dst)
-	dst = appendText(f.key(dst, 1), string(p.Kind))
+	var f wire.Fields
+	dst = f.Open(dst)
+	dst = wire.AppendText(f.Key(dst, 1), string(p.Kind))
 	if p.Role != "" {
-		dst = appendText(f.key(dst, 2), string(p.Role))
+		dst = wire.AppendText(f.Key(dst, 2), string(p.Role))
 	}
 	if len(p.CallIDs) > 0 {
-		dst = appendStrings(f.key(dst, 3), p.CallIDs)
+		dst = wire.AppendStrings(f.Key(dst, 3), p.CallIDs)
 	}
-	return f.close(dst)
+	return f.Close(dst)
 }
 
 func appendTurn(dst []byte, t *Turn) []byte {
-	var f fields
-	dst = f.open(dst)
-	dst = appendList(f.key(dst, 1), t.Calls, appendToolCall)
-	dst = appendList(f.key(dst, 2), t.Results, appendToolResult)
+	var f wire.Fields
+	dst = f.Open(dst)
+	dst = wire.AppendList(f.Key(dst, 1), t.Calls, appendToolCall)
+	dst = wire.AppendList(f.Key(dst, 2), t.Results, appendToolResult)
 	if t.Stopped {
-		dst = appendBool(f.key(dst, 3), true)
+		dst = wire.AppendBool(f.Key(dst, 3), true)
 	}
 	if t.Native {
-		dst = appendBool(f.key(dst, 4), true)
+		dst = wire.AppendBool(f.Key(dst, 4), true)
 	}
 	if t.Program != nil {
-		dst = appendProgram(f.key(dst, 5), t.Program)
+		dst = appendProgram(f.Key(dst, 5), t.Program)
 	}
-	return f.close(dst)
+	return f.Close(dst)
 }
 
 func appendProgram(dst []byte, p *Program) []byte {
-	var f fields
-	dst = f.open(dst)
-	dst = appendInt(f.key(dst, 1), p.Message)
+	var f wire.Fields
+	dst = f.Open(dst)
+	dst = wire.AppendInt(f.Key(dst, 1), p.Message)
 	if p.Step != 0 {
-		dst = appendInt(f.key(dst, 2), p.Step)
+		dst = wire.AppendInt(f.Key(dst, 2), p.Step)
 	}
-	return f.close(dst)
+	return f.Close(dst)
 }
 
 func appendCounters(dst []byte, c *Counters) []byte {
-	var f fields
-	dst = f.open(dst)
+	var f wire.Fields
+	dst = f.Open(dst)
 	for i, n := range [...]int{c.Steps, c.ModelCalls, c.Corrections, c.Escalations, c.Repeats, c.PromptTokens, c.CompletionTokens, c.Bytes} {
 		if n != 0 {
-			dst = appendInt(f.key(dst, byte(i+1)), n)
+			dst = wire.AppendInt(f.Key(dst, byte(i+1)), n)
 		}
 	}
 	if c.LastCall != "" {
-		dst = appendText(f.key(dst, 9), c.LastCall)
+		dst = wire.AppendText(f.Key(dst, 9), c.LastCall)
 	}
 	if c.LowQuality != 0 {
-		dst = appendInt(f.key(dst, 10), c.LowQuality)
+		dst = wire.AppendInt(f.Key(dst, 10), c.LowQuality)
 	}
 	if c.ToolCalls != 0 {
-		dst = appendInt(f.key(dst, 11), c.ToolCalls)
+		dst = wire.AppendInt(f.Key(dst, 11), c.ToolCalls)
 	}
 	if c.Cost != 0 {
-		dst = appendInt64(f.key(dst, 12), c.Cost)
+		dst = wire.AppendInt64(f.Key(dst, 12), c.Cost)
 	}
-	return f.close(dst)
+	return f.Close(dst)
 }
 
 func appendCallLog(dst []byte, l *CallLog) []byte {
-	var f fields
-	dst = f.open(dst)
+	var f wire.Fields
+	dst = f.Open(dst)
 	if len(l.Calls) > 0 {
-		dst = appendStrings(f.key(dst, 1), l.Calls)
+		dst = wire.AppendStrings(f.Key(dst, 1), l.Calls)
 	}
 	if len(l.Outcomes) > 0 {
-		dst = appendStrings(f.key(dst, 2), l.Outcomes)
+		dst = wire.AppendStrings(f.Key(dst, 2), l.Outcomes)
 	}
 	if l.Stale != 0 {
-		dst = appendInt(f.key(dst, 3), l.Stale)
+		dst = wire.AppendInt(f.Key(dst, 3), l.Stale)
 	}
 	if l.Warned {
-		dst = appendBool(f.key(dst, 4), true)
+		dst = wire.AppendBool(f.Key(dst, 4), true)
 	}
-	return f.close(dst)
+	return f.Close(dst)
 }
 
 func appendFailure(dst []byte, fl *Failure) []byte {
-	var f fields
-	dst = f.open(dst)
-	dst = appendText(f.key(dst, 1), string(fl.Code))
-	dst = appendText(f.key(dst, 2), fl.Reason)
-	return f.close(dst)
+	var f wire.Fields
+	dst = f.Open(dst)
+	dst = wire.AppendText(f.Key(dst, 1), string(fl.Code))
+	dst = wire.AppendText(f.Key(dst, 2), fl.Reason)
+	return f.Close(dst)
 }
 
 // Actions. Their State field is cbor:"-": never written.
 
 func appendComplete(dst []byte, a *Complete) []byte {
-	var f fields
-	dst = f.open(dst)
+	var f wire.Fields
+	dst = f.Open(dst)
 	if a.Answer != "" {
-		dst = appendText(f.key(dst, 1), a.Answer)
+		dst = wire.AppendText(f.Key(dst, 1), a.Answer)
 	}
 	if len(a.ToolsUsed) > 0 {
-		dst = appendStrings(f.key(dst, 2), a.ToolsUsed)
+		dst = wire.AppendStrings(f.Key(dst, 2), a.ToolsUsed)
 	}
 	if len(a.Sources) > 0 {
-		dst = appendStrings(f.key(dst, 3), a.Sources)
+		dst = wire.AppendStrings(f.Key(dst, 3), a.Sources)
 	}
-	return f.close(dst)
+	return f.Close(dst)
 }
 
 func appendFail(dst []byte, a *Fail) []byte {
-	var f fields
-	dst = f.open(dst)
-	dst = appendText(f.key(dst, 1), string(a.Code))
-	dst = appendText(f.key(dst, 2), a.Reason)
-	return f.close(dst)
+	var f wire.Fields
+	dst = f.Open(dst)
+	dst = wire.AppendText(f.Key(dst, 1), string(a.Code))
+	dst = wire.AppendText(f.Key(dst, 2), a.Reason)
+	return f.Close(dst)
 }
 
 func appendRequestModelCall(dst []byte, a *RequestModelCall) []byte {
-	var f fields
-	dst = f.open(dst)
-	dst = appendText(f.key(dst, 1), string(a.Role))
+	var f wire.Fields
+	dst = f.Open(dst)
+	dst = wire.AppendText(f.Key(dst, 1), string(a.Role))
 	if len(a.Messages) > 0 {
-		dst = appendList(f.key(dst, 2), a.Messages, appendMessage)
+		dst = wire.AppendList(f.Key(dst, 2), a.Messages, appendMessage)
 	}
 	if len(a.Tools) > 0 {
-		dst = appendList(f.key(dst, 3), a.Tools, appendTool)
+		dst = wire.AppendList(f.Key(dst, 3), a.Tools, appendTool)
 	}
-	return f.close(dst)
+	return f.Close(dst)
 }
 
 // appendTool writes a Tool, which has no cbor tags: the library keys it by
 // its json names (honouring their omitempty) as text keys, ordered bytewise
 // by their encodings, that is shorter names first, then alphabetically.
 func appendTool(dst []byte, t *Tool) []byte {
-	var f fields
-	dst = f.open(dst)
+	var f wire.Fields
+	dst = f.Open(dst)
 	if t.Mode != "" {
-		dst = appendText(f.name(dst, "mode"), string(t.Mode))
+		dst = wire.AppendText(f.Name(dst, "mode"), string(t.Mode))
 	}
-	dst = appendText(f.name(dst, "name"), t.Name)
+	dst = wire.AppendText(f.Name(dst, "name"), t.Name)
 	if t.Idempotent {
-		dst = appendBool(f.name(dst, "idempotent"), true)
+		dst = wire.AppendBool(f.Name(dst, "idempotent"), true)
 	}
 	if len(t.Parameters) > 0 {
-		dst = appendBytes(f.name(dst, "parameters"), t.Parameters)
+		dst = wire.AppendBytes(f.Name(dst, "parameters"), t.Parameters)
 	}
 	if t.Description != "" {
-		dst = appendText(f.name(dst, "description"), t.Description)
+		dst = wire.AppendText(f.Name(dst, "description"), t.Description)
 	}
 	if t.MaxResultBytes != 0 {
-		dst = appendInt(f.name(dst, "max_result_bytes"), t.MaxResultBytes)
+		dst = wire.AppendInt(f.Name(dst, "max_result_bytes"), t.MaxResultBytes)
 	}
-	return f.close(dst)
+	return f.Close(dst)
 }
 
 func appendRequestToolCalls(dst []byte, a *RequestToolCalls) []byte {
-	var f fields
-	dst = f.open(dst)
-	dst = appendList(f.key(dst, 1), a.Calls, appendToolCall)
+	var f wire.Fields
+	dst = f.Open(dst)
+	dst = wire.AppendList(f.Key(dst, 1), a.Calls, appendToolCall)
 	if a.Parallel {
-		dst = appendBool(f.key(dst, 2), true)
+		dst = wire.AppendBool(f.Key(dst, 2), true)
 	}
 	if a.StopOnError {
-		dst = appendBool(f.key(dst, 3), true)
+		dst = wire.AppendBool(f.Key(dst, 3), true)
 	}
-	return f.close(dst)
+	return f.Close(dst)
 }
 
 func appendRequestExternalToolCalls(dst []byte, a *RequestExternalToolCalls) []byte {
-	var f fields
-	dst = f.open(dst)
-	dst = appendList(f.key(dst, 1), a.Calls, appendToolCall)
-	return f.close(dst)
+	var f wire.Fields
+	dst = f.Open(dst)
+	dst = wire.AppendList(f.Key(dst, 1), a.Calls, appendToolCall)
+	return f.Close(dst)
 }
 
 // Results.
 
 func appendModelReply(dst []byte, r *ModelReply) []byte {
-	var f fields
-	dst = f.open(dst)
+	var f wire.Fields
+	dst = f.Open(dst)
 	if r.Text != "" {
-		dst = appendText(f.key(dst, 1), r.Text)
+		dst = wire.AppendText(f.Key(dst, 1), r.Text)
 	}
 	if len(r.Calls) > 0 {
-		dst = appendList(f.key(dst, 2), r.Calls, appendNativeCall)
+		dst = wire.AppendList(f.Key(dst, 2), r.Calls, appendNativeCall)
 	}
 	if r.FinishReason != "" {
-		dst = appendText(f.key(dst, 3), r.FinishReason)
+		dst = wire.AppendText(f.Key(dst, 3), r.FinishReason)
 	}
 	if r.Usage != (Usage{}) {
-		dst = appendUsage(f.key(dst, 4), &r.Usage)
+		dst = appendUsage(f.Key(dst, 4), &r.Usage)
 	}
 	if r.Error != "" {
-		dst = appendText(f.key(dst, 5), r.Error)
+		dst = wire.AppendText(f.Key(dst, 5), r.Error)
 	}
 	if r.Opaque != nil {
-		dst = appendOpaque(f.key(dst, 6), r.Opaque)
+		dst = appendOpaque(f.Key(dst, 6), r.Opaque)
 	}
-	return f.close(dst)
+	return f.Close(dst)
 }
 
 func appendNativeCall(dst []byte, c *NativeCall) []byte {
-	var f fields
-	dst = f.open(dst)
+	var f wire.Fields
+	dst = f.Open(dst)
 	if c.ID != "" {
-		dst = appendText(f.key(dst, 1), c.ID)
+		dst = wire.AppendText(f.Key(dst, 1), c.ID)
 	}
 	if c.Name != "" {
-		dst = appendText(f.key(dst, 2), c.Name)
+		dst = wire.AppendText(f.Key(dst, 2), c.Name)
 	}
 	if c.Arguments != "" {
-		dst = appendText(f.key(dst, 3), c.Arguments)
+		dst = wire.AppendText(f.Key(dst, 3), c.Arguments)
 	}
-	return f.close(dst)
+	return f.Close(dst)
 }
 
 func appendUsage(dst []byte, u *Usage) []byte {
-	var f fields
-	dst = f.open(dst)
+	var f wire.Fields
+	dst = f.Open(dst)
 	if u.PromptTokens != 0 {
-		dst = appendInt(f.key(dst, 1), u.PromptTokens)
+		dst = wire.AppendInt(f.Key(dst, 1), u.PromptTokens)
 	}
 	if u.CompletionTokens != 0 {
-		dst = appendInt(f.key(dst, 2), u.CompletionTokens)
+		dst = wire.AppendInt(f.Key(dst, 2), u.CompletionTokens)
 	}
 	if u.CachedTokens != 0 {
-		dst = appendInt(f.key(dst, 3), u.CachedTokens)
+		dst = wire.AppendInt(f.Key(dst, 3), u.CachedTokens)
 	}
 	if u.ReasoningTokens != 0 {
-		dst = appendInt(f.key(dst, 4), u.ReasoningTokens)
+		dst = wire.AppendInt(f.Key(dst, 4), u.ReasoningTokens)
 	}
-	return f.close(dst)
+	return f.Close(dst)
 }
 
 func appendToolResults(dst []byte, r *ToolResults) []byte {
-	var f fields
-	dst = f.open(dst)
-	dst = appendList(f.key(dst, 1), r.Results, appendToolResult)
-	return f.close(dst)
-}
-
-// appendEnvelope writes an envelope's head and kind; the body's encoding,
-// appended next, completes it (the body is a cbor.RawMessage, embedded as is).
-func appendEnvelope(dst []byte, kind string) []byte {
-	dst = appendText(append(dst, majorMap|2, majorUint|1), kind)
-	return append(dst, majorUint|2)
+	var f wire.Fields
+	dst = f.Open(dst)
+	dst = wire.AppendList(f.Key(dst, 1), r.Results, appendToolResult)
+	return f.Close(dst)
 }
 
 // encodeActionFast appends a inside an envelope of kind to dst, and reports
@@ -550,18 +430,18 @@ func encodeActionFast(dst []byte, kind string, a Action) ([]byte, bool) {
 	return dst, false
 }
 
-// actionFieldsSize is the size estimate of a's fields, for the actions
+// actionFieldsSize is the size estimate of a's wire.Fields, for the actions
 // with a fast path (false for the others).
 func actionFieldsSize(a Action) (int, bool) {
 	switch a := a.(type) {
 	case Complete:
-		return textSize(a.Answer) + stringsSize(a.ToolsUsed) + stringsSize(a.Sources), true
+		return wire.TextSize(a.Answer) + wire.StringsSize(a.ToolsUsed) + wire.StringsSize(a.Sources), true
 	case Fail:
-		return textSize(string(a.Code)) + textSize(a.Reason), true
+		return wire.TextSize(string(a.Code)) + wire.TextSize(a.Reason), true
 	case RequestModelCall:
-		return textSize(string(a.Role)) + messagesSize(a.Messages) + toolsSize(a.Tools), true
+		return wire.TextSize(string(a.Role)) + messagesSize(a.Messages) + toolsSize(a.Tools), true
 	case RequestToolCalls:
-		return callsSize(a.Calls) + 2*boolField, true
+		return callsSize(a.Calls) + 2*wire.BoolField, true
 	case RequestExternalToolCalls:
 		return callsSize(a.Calls), true
 	}
@@ -585,13 +465,13 @@ func encodeResultFast(dst []byte, kind string, r Result) ([]byte, bool) {
 	return dst, false
 }
 
-// resultFieldsSize is the size estimate of r's fields, for the results
+// resultFieldsSize is the size estimate of r's wire.Fields, for the results
 // with a fast path (false for the others).
 func resultFieldsSize(r Result) (int, bool) {
 	switch r := r.(type) {
 	case ModelReply:
-		usage := 2 + 4*intField
-		return textSize(r.Text) + nativeCallsSize(r.Calls) + textSize(r.FinishReason) + usage + textSize(r.Error) + opaqueSize(r.Opaque), true
+		usage := 2 + 4*wire.IntField
+		return wire.TextSize(r.Text) + nativeCallsSize(r.Calls) + wire.TextSize(r.FinishReason) + usage + wire.TextSize(r.Error) + opaqueSize(r.Opaque), true
 	case ToolResults:
 		return resultsSize(r.Results), true
 	}
@@ -599,14 +479,7 @@ func resultFieldsSize(r Result) (int, bool) {
 }
 
 // startEnvelope starts an envelope of kind on dst, grown to hold it and a
-// body whose fields take about fieldsSize bytes.
+// body whose wire.Fields take about fieldsSize bytes.
 func startEnvelope(dst []byte, kind string, fieldsSize int) []byte {
-	return appendEnvelope(grow(dst, envelopeSize(kind, fieldsSize)), kind)
-}
-
-// envelopeSize is the size estimate of an envelope of kind around fields
-// of fieldsSize bytes.
-func envelopeSize(kind string, fieldsSize int) int {
-	const heads = 1 + 1 + 1 // the envelope's map head, key 2, the body's map head
-	return heads + textSize(kind) + fieldsSize
+	return wire.AppendEnvelope(wire.Grow(dst, wire.EnvelopeSize(kind, fieldsSize)), kind)
 }

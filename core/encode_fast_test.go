@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"pgregory.net/rapid"
+
+	"github.com/stepwise-agent/stepwise/core/internal/wire"
 )
 
 // The hand-written encoders must give the library's bytes, byte for byte.
@@ -17,11 +19,11 @@ import (
 // libraryEnvelope is EncodeAction and EncodeResult as they were before the
 // fast paths: the body marshalled by the library, then the envelope.
 func libraryEnvelope(kind string, v any) ([]byte, error) {
-	body, err := encMode.Marshal(v)
+	body, err := wire.EncMode().Marshal(v)
 	if err != nil {
 		return nil, err
 	}
-	return encMode.Marshal(envelope{Kind: kind, Body: body})
+	return wire.EncMode().Marshal(wire.Envelope{Kind: kind, Body: body})
 }
 
 // sameAsLibrary checks that fast appends the library's encoding of every value
@@ -30,7 +32,7 @@ func sameAsLibrary[T any](gen *rapid.Generator[T], fast func([]byte, *T) []byte)
 	return func(t *testing.T) {
 		rapid.Check(t, func(t *rapid.T) {
 			v := gen.Draw(t, "v")
-			want, err := encMode.Marshal(v)
+			want, err := wire.EncMode().Marshal(v)
 			if err != nil {
 				t.Fatalf("library: %v", err)
 			}
@@ -79,7 +81,7 @@ func TestEncodeMatchesLibrary(t *testing.T) {
 		rapid.Check(t, func(t *rapid.T) {
 			st := genState(text).Draw(t, "state")
 			got, err := EncodeState(st)
-			want, _ := encMode.Marshal(st)
+			want, _ := wire.EncMode().Marshal(st)
 			if err != nil || !bytes.Equal(got, want) {
 				t.Fatalf("err=%v\nfast:    %x\nlibrary: %x", err, got, want)
 			}
@@ -89,7 +91,7 @@ func TestEncodeMatchesLibrary(t *testing.T) {
 		rapid.Check(t, func(t *rapid.T) {
 			msgs := genList(genMessage(text)).Draw(t, "messages")
 			got, err := EncodeMessages(msgs)
-			want, _ := encMode.Marshal(msgs)
+			want, _ := wire.EncMode().Marshal(msgs)
 			if err != nil || !bytes.Equal(got, want) {
 				t.Fatalf("err=%v\nfast:    %x\nlibrary: %x", err, got, want)
 			}
@@ -208,11 +210,11 @@ func TestEncodeAllocatesOnce(t *testing.T) {
 			a = m
 		}
 		size, _ := actionFieldsSize(a)
-		once(t, fmt.Sprintf("EncodeAction(%T)", a), b, envelopeSize(ActionKind(a), size))
+		once(t, fmt.Sprintf("EncodeAction(%T)", a), b, wire.EnvelopeSize(ActionKind(a), size))
 		r := rapid.OneOf(genModelReply(text).AsAny(), genToolResults(text).AsAny()).Draw(t, "result").(Result)
 		b, _ = EncodeResult(r)
 		size, _ = resultFieldsSize(r)
-		once(t, fmt.Sprintf("EncodeResult(%T)", r), b, envelopeSize(ResultKind(r), size))
+		once(t, fmt.Sprintf("EncodeResult(%T)", r), b, wire.EnvelopeSize(ResultKind(r), size))
 	})
 }
 
@@ -294,7 +296,7 @@ func TestFastEncodingExamples(t *testing.T) {
 			"a6 646d6f6465 636d6370 646e616d65 6174 6a6964656d706f74656e74 f5 6a706172616d6574657273 427b7d 6b6465736372697074696f6e 6164 706d61785f726573756c745f6279746573 01"},
 		{"state keys 10 to 12", appendState(nil, &State{Answer: "a", Failure: &Failure{}, Escalation: "e"}),
 			"a7 0100 02a0 0360 07a0 0a6161 0ba2 0160 0260 0c6165"},
-		{"envelope", appendFail(appendEnvelope(nil, "fail"), &Fail{}), "a2 0164 6661696c 02 a2 0160 0260"},
+		{"envelope", appendFail(wire.AppendEnvelope(nil, "fail"), &Fail{}), "a2 0164 6661696c 02 a2 0160 0260"},
 	} {
 		want := strings.ReplaceAll(c.want, " ", "")
 		if got := fmt.Sprintf("%x", c.got); got != want {
@@ -392,8 +394,8 @@ var fastFields = map[reflect.Type][]string{
 		"PromptTokens int `1,keyasint,omitempty`", "CompletionTokens int `2,keyasint,omitempty`",
 		"CachedTokens int `3,keyasint,omitempty`", "ReasoningTokens int `4,keyasint,omitempty`",
 	},
-	reflect.TypeFor[ToolResults](): {"Results []core.ToolResult `1,keyasint`"},
-	reflect.TypeFor[envelope]():    {"Kind string `1,keyasint`", "Body cbor.RawMessage `2,keyasint`"},
+	reflect.TypeFor[ToolResults]():   {"Results []core.ToolResult `1,keyasint`"},
+	reflect.TypeFor[wire.Envelope](): {"Kind string `1,keyasint`", "Body cbor.RawMessage `2,keyasint`"},
 }
 
 func TestFastEncodersKnowEveryField(t *testing.T) {
@@ -431,7 +433,7 @@ func TestToolsRoundTrip(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		tools := rapid.SliceOfN(genTool(rapid.String()), 1, 5).Draw(t, "tools")
 		b := AppendTools(nil, tools)
-		want, err := encMode.Marshal(tools)
+		want, err := wire.EncMode().Marshal(tools)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"pgregory.net/rapid"
+
+	"github.com/stepwise-agent/stepwise/core/internal/wire"
 )
 
 // Generators. Strings come from text, so the same generators serve the
@@ -393,11 +395,11 @@ func BenchmarkEncodeFast(b *testing.B) {
 	var action Action = s.action
 	var result Result = s.result
 	library := func(dst []byte) []byte {
-		st, _ := encMode.Marshal(s.head)
+		st, _ := wire.EncMode().Marshal(s.head)
 		a, _ := libraryEnvelope("tools", action)
 		r, _ := libraryEnvelope("tool_results", result)
 		for _, m := range s.msgs {
-			enc, _ := encMode.Marshal(m)
+			enc, _ := wire.EncMode().Marshal(m)
 			dst = append(dst, enc...)
 		}
 		return append(append(append(dst, st...), a...), r...)
@@ -419,7 +421,7 @@ func BenchmarkEncodeFast(b *testing.B) {
 		library, fast func(dst []byte) []byte
 	}{
 		{"step", library, fast},
-		{"state", func(dst []byte) []byte { b, _ := encMode.Marshal(s.head); return b },
+		{"state", func(dst []byte) []byte { b, _ := wire.EncMode().Marshal(s.head); return b },
 			func(dst []byte) []byte { b, _ := EncodeState(s.head); return b }},
 		{"action", func(dst []byte) []byte { b, _ := libraryEnvelope("tools", action); return b },
 			func(dst []byte) []byte { b, _ := EncodeAction(action); return b }},
@@ -427,7 +429,7 @@ func BenchmarkEncodeFast(b *testing.B) {
 			func(dst []byte) []byte { b, _ := EncodeResult(result); return b }},
 		{"messages", func(dst []byte) []byte {
 			for _, m := range s.msgs {
-				enc, _ := encMode.Marshal(m)
+				enc, _ := wire.EncMode().Marshal(m)
 				dst = append(dst, enc...)
 			}
 			return dst

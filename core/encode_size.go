@@ -1,54 +1,20 @@
 package core
 
-import "math"
+import "github.com/stepwise-agent/stepwise/core/internal/wire"
 
-// Size estimates, so that encoding takes one allocation. They are upper
-// bounds (TestEncodeAllocatesOnce checks it): each counts a field whether or
-// not it is omitted, an integer as 9 bytes, and a struct by its map head and
-// the sizes of its fields, each with its key.
+// Size estimates of the core's types, so that encoding takes one
+// allocation: upper bounds (TestEncodeAllocatesOnce checks it), built on
+// wire's sizes.
 
-const (
-	listField = 1 + 9 // key and array head
-	intField  = 1 + 9 // key and integer
-	boolField = 1 + 1
-	// toolKeys is what Tool's text keys take beyond the one byte a key is
-	// counted as elsewhere, and its bool and int fields.
-	toolKeys = 80
-)
-
-// textSize is the size of a text field: its key, head and bytes.
-func textSize(s string) int { return fieldSize(len(s)) }
-
-// fieldSize is the size of a field of n bytes of text or bytes: its key, head
-// and bytes.
-func fieldSize(n int) int {
-	switch {
-	case n < 24:
-		return 2 + n
-	case n <= math.MaxUint8:
-		return 3 + n
-	case n <= math.MaxUint16:
-		return 4 + n
-	case n <= math.MaxUint32:
-		return 6 + n
-	default:
-		return 10 + n
-	}
-}
-
-func stringsSize(list []string) int {
-	n := listField
-	for _, s := range list {
-		n += textSize(s)
-	}
-	return n
-}
+// toolKeys is what Tool's text keys take beyond the one byte a key is
+// counted as elsewhere, and its bool and int fields.
+const toolKeys = 80
 
 func messagesSize(msgs []Message) int {
-	n := listField
+	n := wire.ListField
 	for i := range msgs {
 		m := &msgs[i]
-		n += 1 + textSize(string(m.Role)) + textSize(m.Content) + textSize(m.CallID) + textSize(m.Name) + boolField
+		n += 1 + wire.TextSize(string(m.Role)) + wire.TextSize(m.Content) + wire.TextSize(m.CallID) + wire.TextSize(m.Name) + wire.BoolField
 		if len(m.Calls) > 0 {
 			n += callsSize(m.Calls)
 		}
@@ -61,9 +27,9 @@ func messagesSize(msgs []Message) int {
 }
 
 func attachmentsSize(list []Attachment) int {
-	n := listField
+	n := wire.ListField
 	for i := range list {
-		n += 1 + textSize(list[i].MIME) + fieldSize(len(list[i].Data))
+		n += 1 + wire.TextSize(list[i].MIME) + wire.FieldSize(len(list[i].Data))
 	}
 	return n
 }
@@ -73,25 +39,25 @@ func opaqueSize(o *Opaque) int {
 	if o == nil {
 		return 0
 	}
-	return 2 + textSize(o.Provider) + fieldSize(len(o.Data))
+	return 2 + wire.TextSize(o.Provider) + wire.FieldSize(len(o.Data))
 }
 
 func callsSize(calls []ToolCall) int {
-	n := listField
+	n := wire.ListField
 	for i := range calls {
 		c := &calls[i]
-		n += 1 + textSize(c.ID) + textSize(c.Name) + fieldSize(len(c.Args)) + textSize(c.Raw)
+		n += 1 + wire.TextSize(c.ID) + wire.TextSize(c.Name) + wire.FieldSize(len(c.Args)) + wire.TextSize(c.Raw)
 	}
 	return n
 }
 
 func resultsSize(results []ToolResult) int {
-	n := listField
+	n := wire.ListField
 	for i := range results {
 		r := &results[i]
-		n += 1 + textSize(r.CallID) + textSize(r.Output) + textSize(r.Error) + boolField
+		n += 1 + wire.TextSize(r.CallID) + wire.TextSize(r.Output) + wire.TextSize(r.Error) + wire.BoolField
 		if len(r.Sources) > 0 {
-			n += stringsSize(r.Sources)
+			n += wire.StringsSize(r.Sources)
 		}
 		if len(r.Attachments) > 0 {
 			n += attachmentsSize(r.Attachments)
@@ -101,55 +67,55 @@ func resultsSize(results []ToolResult) int {
 }
 
 func nativeCallsSize(calls []NativeCall) int {
-	n := listField
+	n := wire.ListField
 	for i := range calls {
 		c := &calls[i]
-		n += 1 + textSize(c.ID) + textSize(c.Name) + textSize(c.Arguments)
+		n += 1 + wire.TextSize(c.ID) + wire.TextSize(c.Name) + wire.TextSize(c.Arguments)
 	}
 	return n
 }
 
 func toolsSize(tools []Tool) int {
-	n := listField
+	n := wire.ListField
 	for i := range tools {
 		t := &tools[i]
-		n += 1 + toolKeys + textSize(string(t.Mode)) + textSize(t.Name) + textSize(t.Description) + fieldSize(len(t.Parameters))
+		n += 1 + toolKeys + wire.TextSize(string(t.Mode)) + wire.TextSize(t.Name) + wire.TextSize(t.Description) + wire.FieldSize(len(t.Parameters))
 	}
 	return n
 }
 
 func stateSize(st *State) int {
-	n := 1 + intField + 2 + textSize(st.Request.Input) + textSize(string(st.Phase))
-	n += 2 + 8*intField + textSize(st.Counters.LastCall)
+	n := 1 + wire.IntField + 2 + wire.TextSize(st.Request.Input) + wire.TextSize(string(st.Phase))
+	n += 2 + 8*wire.IntField + wire.TextSize(st.Counters.LastCall)
 	for _, v := range [...]int64{int64(st.Counters.LowQuality), int64(st.Counters.ToolCalls), st.Counters.Cost} {
 		if v != 0 {
-			n += intField
+			n += wire.IntField
 		}
 	}
-	n += textSize(st.Answer) + textSize(st.Escalation)
+	n += wire.TextSize(st.Answer) + wire.TextSize(st.Escalation)
 	if len(st.Messages) > 0 {
 		n += messagesSize(st.Messages)
 	}
 	if p := st.Pending; p != nil {
-		n += 2 + textSize(string(p.Kind)) + textSize(string(p.Role)) + stringsSize(p.CallIDs)
+		n += 2 + wire.TextSize(string(p.Kind)) + wire.TextSize(string(p.Role)) + wire.StringsSize(p.CallIDs)
 	}
 	if t := st.Turn; t != nil {
-		n += 2 + callsSize(t.Calls) + resultsSize(t.Results) + 2*boolField
+		n += 2 + callsSize(t.Calls) + resultsSize(t.Results) + 2*wire.BoolField
 		if t.Program != nil {
-			n += 2 + 2*intField
+			n += 2 + 2*wire.IntField
 		}
 	}
 	if len(st.ToolsUsed) > 0 {
-		n += stringsSize(st.ToolsUsed)
+		n += wire.StringsSize(st.ToolsUsed)
 	}
 	if len(st.Sources) > 0 {
-		n += stringsSize(st.Sources)
+		n += wire.StringsSize(st.Sources)
 	}
 	if l := st.Recent; l != nil {
-		n += 2 + stringsSize(l.Calls) + stringsSize(l.Outcomes) + intField + boolField
+		n += 2 + wire.StringsSize(l.Calls) + wire.StringsSize(l.Outcomes) + wire.IntField + wire.BoolField
 	}
 	if fl := st.Failure; fl != nil {
-		n += 2 + textSize(string(fl.Code)) + textSize(fl.Reason)
+		n += 2 + wire.TextSize(string(fl.Code)) + wire.TextSize(fl.Reason)
 	}
 	return n
 }

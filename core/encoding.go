@@ -8,6 +8,8 @@ import (
 	"fmt"
 
 	"github.com/fxamacker/cbor/v2"
+
+	"github.com/stepwise-agent/stepwise/core/internal/wire"
 )
 
 // Errors returned by the decoders.
@@ -18,58 +20,16 @@ var (
 	ErrNewerVersion = errors.New("state written by a newer version")
 )
 
-var (
-	encMode cbor.EncMode
-	decMode cbor.DecMode
-	// versionDec reads only the version, ignoring fields it does not know.
-	versionDec cbor.DecMode
-)
-
-func init() {
-	var err error
-	if encMode, err = cbor.CoreDetEncOptions().EncMode(); err != nil {
-		panic(err)
-	}
-	strict := cbor.DecOptions{
-		DupMapKey:         cbor.DupMapKeyEnforcedAPF,
-		ExtraReturnErrors: cbor.ExtraDecErrorUnknownField,
-		MaxArrayElements:  1 << 26,
-		MaxMapPairs:       1 << 26,
-		MaxNestedLevels:   64,
-		IndefLength:       cbor.IndefLengthForbidden,
-		UTF8:              cbor.UTF8RejectInvalid,
-	}
-	if decMode, err = strict.DecMode(); err != nil {
-		panic(err)
-	}
-	lenient := strict
-	lenient.ExtraReturnErrors = cbor.ExtraDecErrorNone
-	if versionDec, err = lenient.DecMode(); err != nil {
-		panic(err)
-	}
-}
-
 // EncodeState encodes a state with CBOR Core Deterministic Encoding: the same
-// state always gives the same bytes, the bytes encMode.Marshal gives (see
-// encode_fast.go). It never fails; the error is kept for callers.
+// state always gives the same bytes, the bytes wire.EncMode().Marshal gives
+// (see encode_fast.go). It never fails; the error is kept for callers.
 func EncodeState(st State) ([]byte, error) {
 	return AppendState(nil, st), nil
 }
 
 // AppendState appends EncodeState's bytes for st to dst.
 func AppendState(dst []byte, st State) []byte {
-	return appendState(grow(dst, stateSize(&st)), &st)
-}
-
-// grow returns dst with room for n more bytes, in one allocation when it
-// needs one (slices.Grow takes two under the race detector).
-func grow(dst []byte, n int) []byte {
-	if cap(dst)-len(dst) >= n {
-		return dst
-	}
-	out := make([]byte, len(dst), len(dst)+n)
-	copy(out, dst)
-	return out
+	return appendState(wire.Grow(dst, stateSize(&st)), &st)
 }
 
 // DecodeState decodes a state written by EncodeState. It fails with
@@ -78,14 +38,14 @@ func DecodeState(b []byte) (State, error) {
 	var v struct {
 		Version int `cbor:"1,keyasint"`
 	}
-	if err := versionDec.Unmarshal(b, &v); err != nil {
+	if err := wire.LenientDecMode().Unmarshal(b, &v); err != nil {
 		return State{}, fmt.Errorf("%w: state: %v", ErrCorrupt, err)
 	}
 	if v.Version > StateVersion {
 		return State{}, fmt.Errorf("%w: version %d, this build reads up to %d", ErrNewerVersion, v.Version, StateVersion)
 	}
 	var st State
-	if err := decMode.Unmarshal(b, &st); err != nil {
+	if err := wire.DecMode().Unmarshal(b, &st); err != nil {
 		return State{}, fmt.Errorf("%w: state: %v", ErrCorrupt, err)
 	}
 	if err := checkState(st); err != nil {
@@ -97,19 +57,19 @@ func DecodeState(b []byte) (State, error) {
 // CBORModes returns the encoding mode (Core Deterministic Encoding) and the
 // strict decoding mode the core uses, for a store that encodes parts of a
 // state (messages, tool results) on its own and must match the core's bytes.
-func CBORModes() (cbor.EncMode, cbor.DecMode) { return encMode, decMode }
+func CBORModes() (cbor.EncMode, cbor.DecMode) { return wire.EncMode(), wire.DecMode() }
 
 // EncodeMessages encodes part of a message log exactly as EncodeState
 // encodes it inside a state, for comparing or storing a log piece by piece.
 // A nil log is CBOR null, an empty one an empty array. It never fails.
 func EncodeMessages(msgs []Message) ([]byte, error) {
 	if msgs == nil {
-		return []byte{cborNull}, nil
+		return []byte{wire.Null}, nil
 	}
-	return appendList(make([]byte, 0, messagesSize(msgs)), msgs, appendMessage), nil
+	return wire.AppendList(make([]byte, 0, messagesSize(msgs)), msgs, appendMessage), nil
 }
 
-// AppendMessage appends the encoding of m to dst: the bytes encMode.Marshal
+// AppendMessage appends the encoding of m to dst: the bytes wire.EncMode().Marshal
 // gives for m, which are m's bytes inside an encoded state.
 func AppendMessage(dst []byte, m Message) []byte {
 	return appendMessage(dst, &m)
@@ -119,21 +79,16 @@ func AppendMessage(dst []byte, m Message) []byte {
 // the tools, each as it is encoded inside a model call's action, so that a
 // store can keep a model call's tools once and the action without them.
 func AppendTools(dst []byte, tools []Tool) []byte {
-	return appendList(dst, tools, appendTool)
+	return wire.AppendList(dst, tools, appendTool)
 }
 
 // DecodeTools decodes what AppendTools wrote, strictly (ErrCorrupt).
 func DecodeTools(b []byte) ([]Tool, error) {
 	var tools []Tool
-	if err := decMode.Unmarshal(b, &tools); err != nil {
+	if err := wire.DecMode().Unmarshal(b, &tools); err != nil {
 		return nil, fmt.Errorf("%w: tools: %v", ErrCorrupt, err)
 	}
 	return tools, nil
-}
-
-type envelope struct {
-	Kind string          `cbor:"1,keyasint"`
-	Body cbor.RawMessage `cbor:"2,keyasint"`
 }
 
 // ActionKind names an action's kind, as used in encodings and logs.
@@ -176,28 +131,18 @@ func AppendAction(dst []byte, a Action) ([]byte, error) {
 	if b, ok := encodeActionFast(dst, kind, a); ok {
 		return b, nil
 	}
-	body, err := encMode.Marshal(a)
+	body, err := wire.EncMode().Marshal(a)
 	if err != nil {
 		return dst, fmt.Errorf("encode %s action: %w", kind, err)
 	}
-	return appendEnveloped(dst, kind, body)
-}
-
-// appendEnveloped appends body, encoded by the library, inside an envelope
-// of kind.
-func appendEnveloped(dst []byte, kind string, body []byte) ([]byte, error) {
-	env, err := encMode.Marshal(envelope{Kind: kind, Body: body})
-	if err != nil {
-		return dst, err
-	}
-	return append(dst, env...), nil
+	return wire.AppendEnveloped(dst, kind, body)
 }
 
 // DecodeAction decodes an action written by EncodeAction and attaches st as
 // its continuation state (for a primary model call, its messages too).
 func DecodeAction(b []byte, st State) (Action, error) {
-	var env envelope
-	if err := decMode.Unmarshal(b, &env); err != nil {
+	var env wire.Envelope
+	if err := wire.DecMode().Unmarshal(b, &env); err != nil {
 		return nil, fmt.Errorf("%w: action: %v", ErrCorrupt, err)
 	}
 	var a Action
@@ -266,17 +211,17 @@ func AppendResult(dst []byte, r Result) ([]byte, error) {
 	if b, ok := encodeResultFast(dst, kind, r); ok {
 		return b, nil
 	}
-	body, err := encMode.Marshal(r)
+	body, err := wire.EncMode().Marshal(r)
 	if err != nil {
 		return dst, fmt.Errorf("encode %s result: %w", kind, err)
 	}
-	return appendEnveloped(dst, kind, body)
+	return wire.AppendEnveloped(dst, kind, body)
 }
 
 // DecodeResult decodes a result written by EncodeResult.
 func DecodeResult(b []byte) (Result, error) {
-	var env envelope
-	if err := decMode.Unmarshal(b, &env); err != nil {
+	var env wire.Envelope
+	if err := wire.DecMode().Unmarshal(b, &env); err != nil {
 		return nil, fmt.Errorf("%w: result: %v", ErrCorrupt, err)
 	}
 	var r Result
@@ -305,7 +250,7 @@ func DecodeResult(b []byte) (Result, error) {
 
 func decodeInto[T any](b []byte, fill func(*T)) (T, error) {
 	var v T
-	if err := decMode.Unmarshal(b, &v); err != nil {
+	if err := wire.DecMode().Unmarshal(b, &v); err != nil {
 		return v, err
 	}
 	if fill != nil {

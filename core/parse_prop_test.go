@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"pgregory.net/rapid"
+
+	"github.com/stepwise-agent/stepwise/core/helpers"
 )
 
 // parseCase is one table row for a parser: the reply, and either the text
@@ -111,7 +113,7 @@ func genArgString() *rapid.Generator[string] {
 func genCall(t *rapid.T) NativeCall {
 	name := rapid.StringMatching(`[a-z_][a-z0-9_]{0,10}(\.[a-z_][a-z0-9_]{0,6})?`).Filter(func(s string) bool {
 		for _, part := range strings.Split(s, ".") {
-			if pythonKeywords[part] {
+			if helpers.IsKeyword(part) {
 				return false
 			}
 		}

@@ -3,6 +3,8 @@ package core
 import (
 	"strconv"
 	"strings"
+
+	"github.com/stepwise-agent/stepwise/core/schema"
 )
 
 // docParams is a tool's parameter schema as the tool docs show it: compact
@@ -14,12 +16,12 @@ func docParams(t Tool) string { return renderArgsJSON(docSchema(t)) }
 // so the model never reads a default stepwise does not honour.
 func docSchema(t Tool) string {
 	raw := string(t.Parameters)
-	s, err := compileArgSchema(t.Parameters)
-	if err != nil || len(s.dropped) == 0 {
+	s, err := schema.Compile(t.Parameters)
+	if err != nil || len(s.Dropped()) == 0 {
 		return raw
 	}
 	text := compactJSONText(raw)
-	for _, path := range s.dropped {
+	for _, path := range s.Dropped() {
 		text = withoutDefault(text, path)
 	}
 	return text

@@ -24,18 +24,3 @@ func FuzzSummarize(f *testing.F) {
 		}
 	})
 }
-
-// FuzzDecodeArgs: decoding arguments never panics, and what it accepts has
-// no key twice in any object.
-func FuzzDecodeArgs(f *testing.F) {
-	f.Add(`{"a":1,"b":{"c":[1,{"d":2}]}}`)
-	f.Add(`{"a":1,"a":2}`)
-	f.Add(`{"o":{"k":1, "k" :2}}`)
-	f.Fuzz(func(t *testing.T, text string) {
-		if _, err := decodeArgs(text); err == nil {
-			if p, dup := repeatedKey(text); dup {
-				t.Fatalf("%q accepted with %s twice", text, p)
-			}
-		}
-	})
-}

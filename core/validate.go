@@ -1,10 +1,11 @@
 package core
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/stepwise-agent/stepwise/core/schema"
 )
 
 // ErrInvalidCall wraps every error ValidateCall returns; the message names the
@@ -19,19 +20,19 @@ func ValidateCall(cfg Config, c NativeCall) (ToolCall, error) {
 	if !ok {
 		return ToolCall{}, fmt.Errorf("%w: unknown tool %q; the tools are: %s", ErrInvalidCall, c.Name, strings.Join(toolNames(cfg.tools()), ", "))
 	}
-	args, err := decodeArgs(c.Arguments)
+	args, err := schema.DecodeArgs(c.Arguments)
 	if err != nil {
 		return ToolCall{}, fmt.Errorf("%w: %s (call %s): %v", ErrInvalidCall, c.Name, c.ID, err)
 	}
-	schema, err := cfg.argSchema(t)
+	s, err := cfg.argSchema(t)
 	if err != nil {
 		return ToolCall{}, fmt.Errorf("%w: %s (call %s): the tool's parameter schema is unusable: %v", ErrInvalidCall, c.Name, c.ID, err)
 	}
-	args, err = checkArgs(schema, args, cfg.Policy.RejectUnknownArgs)
+	args, err = checkArgs(s, args, cfg.Policy.RejectUnknownArgs)
 	if err != nil {
 		return ToolCall{}, fmt.Errorf("%w: %s (call %s): %v", ErrInvalidCall, c.Name, c.ID, err)
 	}
-	raw, err := canonicalJSON(args)
+	raw, err := schema.Canonical(args)
 	if err != nil {
 		return ToolCall{}, fmt.Errorf("%w: %s (call %s): %v", ErrInvalidCall, c.Name, c.ID, err)
 	}
@@ -42,59 +43,4 @@ func ValidateCall(cfg Config, c NativeCall) (ToolCall, error) {
 		}
 	}
 	return tc, nil
-}
-
-// decodeArgs reads call arguments: a JSON object (numbers kept exact), in
-// which no object, at any depth, has a key twice. Empty arguments mean no
-// arguments.
-func decodeArgs(text string) (map[string]any, error) {
-	if strings.TrimSpace(text) == "" {
-		return map[string]any{}, nil
-	}
-	if obj, ok := decodeObjectFast(text); ok {
-		return obj, nil
-	}
-	return decodeArgsLibrary(text)
-}
-
-// decodeArgsLibrary is decodeArgs through encoding/json: every input, and
-// the error texts the model reads.
-func decodeArgsLibrary(text string) (map[string]any, error) {
-	dec := json.NewDecoder(strings.NewReader(text))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, fmt.Errorf("arguments are not valid JSON: %v", err)
-	}
-	if dec.More() {
-		return nil, errors.New("arguments hold more than one JSON value")
-	}
-	obj, ok := v.(map[string]any)
-	if !ok {
-		return nil, fmt.Errorf("arguments must be a JSON object, found %s", jsonKind(v))
-	}
-	if p, dup := repeatedKey(text); dup {
-		// encoding/json would keep the last one silently; which one the
-		// model meant is not ours to guess.
-		return nil, fmt.Errorf("argument %q is given more than once; give each argument once", p.String())
-	}
-	return obj, nil
-}
-
-func jsonKind(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "a boolean"
-	case json.Number, float64:
-		return "a number"
-	case string:
-		return "a string"
-	case []any:
-		return "an array"
-	case map[string]any:
-		return "an object"
-	}
-	return fmt.Sprintf("%T", v)
 }

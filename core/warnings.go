@@ -18,7 +18,7 @@ func (c Config) Warnings() []string {
 		if err != nil {
 			continue
 		}
-		for _, w := range s.warnings {
+		for _, w := range s.Warnings() {
 			out = append(out, fmt.Sprintf("tool %q: parameters: %s", t.Name, w))
 		}
 	}

@@ -1,4 +1,4 @@
-package core
+package schema
 
 import (
 	"encoding/json"
@@ -20,6 +20,7 @@ type argError struct {
 // argErrors is every problem of one call, sorted by argument path.
 type argErrors []argError
 
+// Error joins the problems' texts with "; ".
 func (e argErrors) Error() string {
 	texts := make([]string, len(e))
 	for i, x := range e {
@@ -128,7 +129,7 @@ func noFormError(v *argChecker, p argPath, val any, fails map[int]argErrors) arg
 	return argError{path: p, text: fmt.Sprintf("%s matches none of the allowed forms (%s)", v.name(p), strings.Join(forms, "; "))}
 }
 
-func unknownText(s *argSchema, p argPath, k string) string {
+func unknownText(s *Schema, p argPath, k string) string {
 	where := "the arguments are"
 	if len(p) > 0 {
 		where = fmt.Sprintf("the arguments of %q are", p.String())
@@ -202,7 +203,7 @@ func describeFound(v any) string {
 
 // shortJSON renders a value as compact JSON, clipped to a readable length.
 func shortJSON(v any) string {
-	b, err := canonicalJSON(v)
+	b, err := Canonical(v)
 	if err != nil {
 		return clip(fmt.Sprintf("%v", v))
 	}
@@ -234,4 +235,20 @@ func plural(n int, unit string) string {
 		return "1 " + unit
 	}
 	return fmt.Sprintf("%d %ss", n, unit)
+}
+
+// clipWidth is how many bytes of a value a message quotes.
+const clipWidth = 120
+
+// clip cuts s to clipWidth bytes (on a rune boundary) for a message, saying
+// how much it left out; the same words as the core's descriptions.
+func clip(s string) string {
+	if len(s) <= clipWidth {
+		return s
+	}
+	cut := clipWidth
+	for cut > 0 && s[cut]&0xC0 == 0x80 {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf("…(+%d bytes)", len(s)-cut)
 }

@@ -1,15 +1,38 @@
-package core
+package helpers
 
 import (
 	"encoding/json"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 )
 
-// parseHelpers reads the helpers format: Python-style statements inside
-// <helpers>...</helpers> blocks, in the subset the package doc describes
-// ("The helpers format").
+// Tool is what the parser needs to know of one of the agent's tools: its
+// name, and its parameter schema, whose "properties", in the order the
+// schema text writes them, name positional arguments (ParamOrder).
+type Tool struct {
+	Name       string
+	Parameters json.RawMessage
+}
+
+// Call is a call of a block of literal calls: the tool's name and its
+// arguments as a JSON object, as written.
+type Call struct {
+	Name      string
+	Arguments string
+}
+
+// Parsed is what the <helpers> blocks of a reply say. Either Calls (a
+// block of literal calls, with Raw, the statement each was read from) or
+// Program (statements that use names) is set, or neither (no block).
+type Parsed struct {
+	// Text is the reply without its blocks, trimmed: the message.
+	Text    string
+	Calls   []Call
+	Raw     []string
+	Program *Program
+}
+
+// Parse reads the helpers format: Python-style statements inside
+// <helpers>...</helpers> blocks, in the subset the package doc describes.
 //
 //	<helpers>
 //	user = find_user(name="Sarah", zip="10001")
@@ -20,27 +43,30 @@ import (
 // count). The statements of all the blocks of a reply form one program. A
 // program whose statements are all tool calls whose arguments use no name
 // is a block of literal calls: it parses to Calls, one per statement, in
-// order (a target such as user = is then ignored), as it always did. Any
-// other program parses to Parsed.program, which the core interprets
-// statement by statement (helpers_run.go), and no Calls.
+// order (a target such as user = is then ignored). Any other program
+// parses to Program, which its host runs statement by statement (Run), and
+// no Calls.
 //
 // The callee may be dotted (a tool named "a.b"). Arguments are keyword
 // (name=value, where unlike Python the name may be a keyword such as from;
 // or a dict after **) or positional; positional ones take the tool's
-// parameter names in the order its schema's "properties" are written, so a
-// positional argument needs a known tool. Literals are strings (single,
-// double or triple quotes; r/u/f prefixes; the escapes \n \t \\ \' \"
-// \xHH \uXXXX \UXXXXXXXX and octal), ints (decimal, 0x/0o/0b, underscores),
-// floats, True/False/None, lists, tuples (as JSON arrays) and dicts with
-// string keys. Integers stay integers in the JSON and floats keep a decimal
-// point or exponent. A value that uses no name is computed here (1 + 2 is
-// 3). Anything outside the subset is an error naming its line and column. A
-// call to an unknown function is kept: the validator rejects it and names
-// the tools. The reply without its blocks, trimmed, is the message.
-func parseHelpers(text string, tools []Tool) (Parsed, error) {
-	p, prog, err := parseHelperProgram(text, tools)
-	if err != nil || len(prog.stmts) == 0 {
-		return p, err
+// parameter names (ParamOrder), so a positional argument needs a known
+// tool. Literals are strings (single, double or triple quotes; r/u/f
+// prefixes; the escapes \n \t \\ \' \" \xHH \uXXXX \UXXXXXXXX and octal),
+// ints (decimal, 0x/0o/0b, underscores), floats, True/False/None, lists,
+// tuples (as JSON arrays) and dicts with string keys. Integers stay
+// integers in the JSON and floats keep a decimal point or exponent. A value
+// that uses no name is computed here (1 + 2 is 3). Anything outside the
+// subset is an *Error naming its line and column. A call to an unknown
+// function is kept: the host's validator rejects it and names the tools.
+func Parse(text string, tools []Tool) (Parsed, error) {
+	msg, prog, err := ParseProgram(text, tools)
+	if err != nil {
+		return Parsed{}, err
+	}
+	p := Parsed{Text: msg}
+	if len(prog.stmts) == 0 {
+		return p, nil
 	}
 	if calls, ok := prog.literalCalls(); ok {
 		p.Calls = calls
@@ -51,31 +77,32 @@ func parseHelpers(text string, tools []Tool) (Parsed, error) {
 		return p, nil
 	}
 	if prog.calls == 0 {
-		return Parsed{}, parseErrAt(FormatHelpers, text, prog.stmts[0].off, "this <helpers> block calls no tool: a block runs tool calls (and assignments that prepare their arguments); call a tool, or reply without a block to give your answer")
+		return Parsed{}, errAt(text, prog.stmts[0].off, "this <helpers> block calls no tool: a block runs tool calls (and assignments that prepare their arguments); call a tool, or reply without a block to give your answer")
 	}
-	p.program = prog
+	p.Program = prog
 	return p, nil
 }
 
-// parseHelperProgram reads the statements of every block of a reply, and
-// the message around them.
-func parseHelperProgram(text string, tools []Tool) (Parsed, *helperProgram, error) {
+// ParseProgram reads the statements of every block of a reply as one
+// program, whatever they are (a block of literal calls included), and the
+// message around them (the reply without its blocks, trimmed).
+func ParseProgram(text string, tools []Tool) (string, *Program, error) {
 	var msg strings.Builder
 	hp := &helperParser{src: text, tools: tools, defined: map[string]bool{}}
-	prog := &helperProgram{}
+	prog := &Program{}
 	i := 0
 	for {
-		k := strings.Index(text[i:], helpersOpen)
+		k := strings.Index(text[i:], Open)
 		if k < 0 {
 			msg.WriteString(text[i:])
 			break
 		}
 		open := i + k
 		msg.WriteString(text[i:open])
-		hp.pos = open + len(helpersOpen)
+		hp.pos = open + len(Open)
 		stmts, perr := hp.block(open)
 		if perr != nil {
-			return Parsed{}, prog, perr
+			return "", prog, perr
 		}
 		prog.stmts = append(prog.stmts, stmts...)
 		i = hp.pos
@@ -85,12 +112,14 @@ func parseHelperProgram(text string, tools []Tool) (Parsed, *helperProgram, erro
 			prog.calls++
 		}
 	}
-	return Parsed{Text: strings.TrimSpace(msg.String())}, prog, nil
+	return strings.TrimSpace(msg.String()), prog, nil
 }
 
 const (
-	helpersOpen  = "<helpers>"
-	helpersClose = "</helpers>"
+	// Open starts a block.
+	Open = "<helpers>"
+	// Close ends a block.
+	Close = "</helpers>"
 	// maxHelperNesting bounds how deeply values nest.
 	maxHelperNesting = 64
 )
@@ -125,14 +154,14 @@ type pyLit struct {
 	isStr bool
 }
 
-func (p *helperParser) errAt(off int, format string, args ...any) *ParseError {
-	return parseErrAt(FormatHelpers, p.src, off, format, args...)
+func (p *helperParser) errAt(off int, format string, args ...any) *Error {
+	return errAt(p.src, off, format, args...)
 }
 
 func (p *helperParser) at(s string) bool { return strings.HasPrefix(p.src[p.pos:], s) }
 func (p *helperParser) rest() string     { return p.src[p.pos:] }
 
-func (p *helperParser) cutOff() *ParseError {
+func (p *helperParser) cutOff() *Error {
 	if p.call == "" {
 		return p.errAt(p.callAt, "the statement is not complete: the reply ended first (was it cut off?); finish it and end the block with </helpers>")
 	}
@@ -140,15 +169,15 @@ func (p *helperParser) cutOff() *ParseError {
 }
 
 // block reads statements up to and including </helpers>.
-func (p *helperParser) block(open int) ([]helperStmt, *ParseError) {
+func (p *helperParser) block(open int) ([]helperStmt, *Error) {
 	var stmts []helperStmt
 	for {
 		p.skipBlank()
 		if p.pos >= len(p.src) {
 			return nil, p.errAt(open, "the <helpers> block opened here is not closed (was the reply cut off?); end it with </helpers> after the last call")
 		}
-		if p.at(helpersClose) {
-			p.pos += len(helpersClose)
+		if p.at(Close) {
+			p.pos += len(Close)
 			return stmts, nil
 		}
 		s, err := p.statement()
@@ -161,7 +190,7 @@ func (p *helperParser) block(open int) ([]helperStmt, *ParseError) {
 			p.defined[s.target] = true
 		}
 		p.skipSpace()
-		if p.pos < len(p.src) && p.src[p.pos] != '\n' && p.src[p.pos] != ';' && !p.at(helpersClose) {
+		if p.pos < len(p.src) && p.src[p.pos] != '\n' && p.src[p.pos] != ';' && !p.at(Close) {
 			if s.call == nil {
 				return nil, p.afterValue("a new line or ;")
 			}
@@ -171,7 +200,7 @@ func (p *helperParser) block(open int) ([]helperStmt, *ParseError) {
 }
 
 // statement reads `[target =] callee(args)` or `target = value`.
-func (p *helperParser) statement() (helperStmt, *ParseError) {
+func (p *helperParser) statement() (helperStmt, *Error) {
 	at := p.pos
 	s := helperStmt{off: at}
 	p.call, p.callAt, p.ctx = "", at, "the statement"
@@ -232,7 +261,7 @@ func (p *helperParser) statement() (helperStmt, *ParseError) {
 }
 
 // checkTarget refuses a name that cannot be assigned.
-func (p *helperParser) checkTarget(name string, at int) *ParseError {
+func (p *helperParser) checkTarget(name string, at int) *Error {
 	if strings.Contains(name, ".") || pythonKeywords[name] {
 		return p.errAt(at, "cannot assign to %s; write a plain variable name before =, or just the call", name)
 	}
@@ -244,7 +273,7 @@ func (p *helperParser) checkTarget(name string, at int) *ParseError {
 
 // callee reads a dotted name such as find_user or files.read. With what
 // empty it reports a missing name by returning "".
-func (p *helperParser) callee(what string) (string, *ParseError) {
+func (p *helperParser) callee(what string) (string, *Error) {
 	start := p.pos
 	if p.ident() == "" {
 		if what == "" {
@@ -268,7 +297,7 @@ func (p *helperParser) callee(what string) (string, *ParseError) {
 // arguments reads the arguments after '(' through ')': positional ones
 // first (named by the schema), then keyword ones, each in the order
 // written.
-func (p *helperParser) arguments() ([]helperCallArg, *ParseError) {
+func (p *helperParser) arguments() ([]helperCallArg, *Error) {
 	var positional, keyword []helperCallArg
 	for {
 		p.skipSpace()
@@ -358,11 +387,11 @@ func (p *helperParser) keywordName() (string, bool) {
 // namedArgs names the positional arguments from the tool's schema and
 // checks that no argument is given twice (as far as the text tells: the
 // keys of a **value computed from names are checked when it runs).
-func (p *helperParser) namedArgs(positional, keyword []helperCallArg) ([]helperCallArg, *ParseError) {
+func (p *helperParser) namedArgs(positional, keyword []helperCallArg) ([]helperCallArg, *Error) {
 	var names []string
 	if len(positional) > 0 {
 		t, known := helperTool(p.tools, p.call)
-		names = helperParamOrder(t.Parameters)
+		names = ParamOrder(t.Parameters)
 		if len(positional) > len(names) {
 			extra := positional[len(names)]
 			switch {
@@ -412,92 +441,6 @@ func membersJSON(members []helperArg) string {
 	return b.String()
 }
 
-// skipSpace skips spaces, comments (to the end of the line, or to
-// </helpers>), backslash line continuations and, inside brackets, newlines.
-func (p *helperParser) skipSpace() {
-	for p.pos < len(p.src) {
-		switch c := p.src[p.pos]; {
-		case c == ' ' || c == '\t' || c == '\r' || c == '\f':
-			p.pos++
-		case c == '\n' && p.depth > 0:
-			p.pos++
-		case c == '\\' && p.at("\\\n"):
-			p.pos += 2
-		case c == '\\' && p.at("\\\r\n"):
-			p.pos += 3
-		case c == '#':
-			for p.pos < len(p.src) && p.src[p.pos] != '\n' && !p.at(helpersClose) {
-				p.pos++
-			}
-		default:
-			return
-		}
-	}
-}
-
-// skipBlank skips space, blank lines and ';' between statements.
-func (p *helperParser) skipBlank() {
-	for {
-		p.skipSpace()
-		if p.pos >= len(p.src) || (p.src[p.pos] != '\n' && p.src[p.pos] != ';') {
-			return
-		}
-		p.pos++
-	}
-}
-
-// ident reads a Python identifier (possibly empty).
-func (p *helperParser) ident() string {
-	start := p.pos
-	for p.pos < len(p.src) {
-		r, n := utf8.DecodeRuneInString(p.src[p.pos:])
-		if !pyIdentRune(r, p.pos > start) {
-			break
-		}
-		p.pos += n
-	}
-	return p.src[start:p.pos]
-}
-
-func pyIdentRune(r rune, notFirst bool) bool {
-	if r == '_' || unicode.IsLetter(r) {
-		return true
-	}
-	return notFirst && (unicode.IsDigit(r) || unicode.In(r, unicode.Mn, unicode.Mc, unicode.Pc))
-}
-
-// isPyIdentifier reports whether s can be written as a keyword argument name.
-func isPyIdentifier(s string) bool {
-	if s == "" || pythonKeywords[s] {
-		return false
-	}
-	for i, r := range s {
-		if !pyIdentRune(r, i > 0) {
-			return false
-		}
-	}
-	return true
-}
-
-func pyDigit(c byte) bool    { return c >= '0' && c <= '9' }
-func pyHexDigit(c byte) bool { return pyDigit(c) || (c|0x20 >= 'a' && c|0x20 <= 'f') }
-
-func pyOperatorRun(s, set string) string {
-	i := 0
-	for i < len(s) && strings.IndexByte(set, s[i]) >= 0 {
-		i++
-	}
-	return s[:i]
-}
-
-var pythonKeywords = map[string]bool{
-	"False": true, "None": true, "True": true, "and": true, "as": true, "assert": true, "async": true,
-	"await": true, "break": true, "class": true, "continue": true, "def": true, "del": true, "elif": true,
-	"else": true, "except": true, "finally": true, "for": true, "from": true, "global": true, "if": true,
-	"import": true, "in": true, "is": true, "lambda": true, "nonlocal": true, "not": true, "or": true,
-	"pass": true, "raise": true, "return": true, "try": true, "while": true, "with": true, "yield": true,
-}
-
 func helperTool(tools []Tool, name string) (Tool, bool) {
 	for _, t := range tools {
 		if t.Name == name {
@@ -505,22 +448,4 @@ func helperTool(tools []Tool, name string) (Tool, bool) {
 		}
 	}
 	return Tool{}, false
-}
-
-// helperParamOrder lists the names under a schema's "properties" in the
-// order the schema text writes them (a token walk, not a map, keeps it).
-func helperParamOrder(schema json.RawMessage) []string {
-	if !json.Valid(schema) {
-		return nil
-	}
-	for _, m := range jsonMembers(string(schema)) {
-		if m.key == "properties" && strings.HasPrefix(m.raw, "{") {
-			var names []string
-			for _, prop := range jsonMembers(m.raw) {
-				names = append(names, prop.key)
-			}
-			return names
-		}
-	}
-	return nil
 }

@@ -1,12 +1,12 @@
-package core
+package helpers
 
 import "strings"
 
-// helperProgram is what the <helpers> blocks of one reply say: statements,
-// run in order by the core (helpers_run.go). The subset of Python they may
-// use, the values and the error rules are documented in the package doc
-// ("The helpers format", doc.go) and ADR 0016; ToolDocs tells the model.
-type helperProgram struct {
+// Program is what the <helpers> blocks of one reply say: statements, run in
+// order (Run). The subset of Python they may use, the values and the error
+// rules are in the package doc and ADR 0016. A Program is not changed by
+// running it.
+type Program struct {
 	stmts []helperStmt
 	calls int // how many statements are calls
 }
@@ -37,9 +37,12 @@ type helperCallArg struct {
 	spread bool
 }
 
+// Calls is how many of the program's statements are tool calls.
+func (prog *Program) Calls() int { return prog.calls }
+
 // literalCalls turns a program of calls whose arguments use no names into
 // the calls the helpers format always gave, byte for byte.
-func (prog *helperProgram) literalCalls() ([]NativeCall, bool) {
+func (prog *Program) literalCalls() ([]Call, bool) {
 	for _, st := range prog.stmts {
 		if st.call == nil {
 			return nil, false
@@ -50,13 +53,13 @@ func (prog *helperProgram) literalCalls() ([]NativeCall, bool) {
 			}
 		}
 	}
-	calls := make([]NativeCall, len(prog.stmts))
+	calls := make([]Call, len(prog.stmts))
 	for i, st := range prog.stmts {
 		members := make([]helperArg, len(st.call.args))
 		for j, a := range st.call.args {
 			members[j] = helperArg{key: a.key, json: literalJSON(a.val), off: a.off}
 		}
-		calls[i] = NativeCall{Name: st.call.name, Arguments: membersJSON(members)}
+		calls[i] = Call{Name: st.call.name, Arguments: membersJSON(members)}
 	}
 	return calls, true
 }
@@ -120,8 +123,8 @@ func usesNames(e hexpr) bool {
 // fold computes the parts of e that use no names (a + b of literals, a
 // subscript of a literal, an f-string without names), so that what is left
 // to run reads names, and an error in a constant is found while parsing.
-func (p *helperParser) fold(e hexpr) (hexpr, *ParseError) {
-	var err *ParseError
+func (p *helperParser) fold(e hexpr) (hexpr, *Error) {
+	var err *Error
 	switch e := e.(type) {
 	case *hList:
 		for i := range e.items {

@@ -1,4 +1,4 @@
-package core
+package schema
 
 import (
 	"encoding/json"
@@ -205,7 +205,7 @@ func drawTool(t *rapid.T) (Tool, *genSchema) {
 
 // viaJSON sends args through JSON text, as a model's arguments arrive.
 func viaJSON(t *rapid.T, args any) map[string]any {
-	raw, err := canonicalJSON(args)
+	raw, err := Canonical(args)
 	if err != nil {
 		t.Fatalf("encode %v: %v", args, err)
 	}
@@ -260,13 +260,13 @@ func TestSchemaPropIdempotent(t *testing.T) {
 		if err != nil {
 			t.Fatalf("schema %s refused %v: %v", tool.Parameters, args, err)
 		}
-		onceJSON, _ := canonicalJSON(once)
+		onceJSON, _ := Canonical(once)
 		for _, reject := range []bool{false, true} { // nothing unknown is left
 			twice, err := validateArgs(tool, viaJSON(t, once), reject)
 			if err != nil {
 				t.Fatalf("normalized %s refused (reject=%v): %v", onceJSON, reject, err)
 			}
-			if twiceJSON, _ := canonicalJSON(twice); string(twiceJSON) != string(onceJSON) {
+			if twiceJSON, _ := Canonical(twice); string(twiceJSON) != string(onceJSON) {
 				t.Fatalf("not idempotent:\n once  %s\n twice %s", onceJSON, twiceJSON)
 			}
 		}

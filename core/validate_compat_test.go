@@ -7,9 +7,12 @@ import (
 	"strings"
 	"testing"
 
-	"pgregory.net/rapid"
+	"github.com/stepwise-agent/stepwise/core/schema"
 )
 
+// Real-world schemas (MCP servers, OpenAPI exports) carry defaults that do
+// not fit their type. Such a default is dropped with a warning: the tool is
+// usable, the default is never injected and the docs do not show it.
 // Real-world schemas (MCP servers, OpenAPI exports) carry defaults that do
 // not fit their type. Such a default is dropped with a warning: the tool is
 // usable, the default is never injected and the docs do not show it.
@@ -79,19 +82,6 @@ func TestSchemaDocParamsUnchangedWithoutDroppedDefaults(t *testing.T) {
 	}
 }
 
-func TestNearMatch(t *testing.T) {
-	cands := []string{"base", "exponent", "max_results", "query", "a"}
-	for _, tc := range []struct{ name, want string }{
-		{"BASE", "base"}, {"Base", "base"}, {"maxResults", "max_results"}, {"MAX-RESULTS", "max_results"},
-		{"qurey", "query"}, {"querry", "query"}, {"exponnet", "exponent"}, {"exponents", "exponent"},
-		{"b", ""}, {"bse", ""}, {"zeta", ""}, {"limit", ""}, {"A", "a"}, {strings.Repeat("x", 65), ""},
-	} {
-		if got := nearMatch(tc.name, cands); got != tc.want {
-			t.Errorf("nearMatch(%q) = %q, want %q", tc.name, got, tc.want)
-		}
-	}
-}
-
 // When the model misspells a required argument, the unknown one is dropped
 // and the required one is missing: the correction names both.
 func TestValidateNamesTheDroppedArgumentOfAMissingOne(t *testing.T) {
@@ -135,105 +125,91 @@ func TestValidateRefusesRepeatedKeys(t *testing.T) {
 	}
 }
 
-// genDupArgs draws argument objects with exactly one key given twice, at
-// any depth, and the path of that key; written compactly or with spaces.
-func genDupArgs(t *rapid.T) (string, string) {
-	type node struct {
-		keys []string
-		vals []*node // nil: a scalar
-		arr  bool
-	}
-	var objects []*node // every object node, to pick the duplicate's home
-	var paths []argPath
-	var build func(depth int, p argPath, arr bool) *node
-	build = func(depth int, p argPath, arr bool) *node {
-		n := &node{arr: arr}
-		if !arr {
-			objects = append(objects, n)
-			paths = append(paths, p)
-		}
-		count := rapid.IntRange(0, 3).Draw(t, "members")
-		for i := range count {
-			var k string
-			if !arr {
-				k = fmt.Sprintf("k%d", i)
-			}
-			n.keys = append(n.keys, k)
-			var child *node
-			if depth < 3 && rapid.IntRange(0, 2).Draw(t, "nested") == 0 {
-				cp := p.index(i)
-				if !arr {
-					cp = p.key(k)
-				}
-				child = build(depth+1, cp, rapid.Bool().Draw(t, "array"))
-			}
-			n.vals = append(n.vals, child)
-		}
-		return n
-	}
-	root := build(0, nil, false)
-	at := rapid.IntRange(0, len(objects)-1).Draw(t, "dup-at")
-	home := objects[at]
-	var key string
-	if len(home.keys) == 0 || rapid.Bool().Draw(t, "fresh key") {
-		key = "dup"
-		home.keys = append(home.keys, key, key)
-		home.vals = append(home.vals, nil, nil)
-	} else {
-		i := rapid.IntRange(0, len(home.keys)-1).Draw(t, "dup-key")
-		key = home.keys[i]
-		home.keys = append(home.keys, key)
-		home.vals = append(home.vals, nil)
-	}
-	sep := rapid.SampledFrom([]string{"", " ", "\n  "}).Draw(t, "space")
-	var write func(b *strings.Builder, n *node)
-	write = func(b *strings.Builder, n *node) {
-		open, end := "{", "}"
-		if n.arr {
-			open, end = "[", "]"
-		}
-		b.WriteString(open)
-		for i, k := range n.keys {
-			if i > 0 {
-				b.WriteString("," + sep)
-			}
-			if !n.arr {
-				b.WriteString(fmt.Sprintf("%q:%s", k, sep))
-			}
-			if n.vals[i] == nil {
-				b.WriteString(fmt.Sprint(i))
-			} else {
-				write(b, n.vals[i])
-			}
-		}
-		b.WriteString(end)
-	}
-	var b strings.Builder
-	write(&b, root)
-	return b.String(), paths[at].key(key).String()
-}
+// The schemas the tests of tool docs and validation share.
+const (
+	searchArgsSchema = `{"type":"object","properties":{"query":{"type":"string","minLength":1},"limit":{"type":"integer","minimum":1,"maximum":50,"default":5}},"required":["query"]}`
+	filtersSchema    = `{"type":"object","properties":{
+		"filters":{"type":"object","properties":{
+			"tags":{"type":"array","items":{"type":"string"}},
+			"since":{"type":"string","pattern":"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"},
+			"sort":{"type":"string","enum":["asc","desc"],"default":"asc"},
+			"page":{"type":"object","properties":{"size":{"type":"integer","default":20},"cursor":{"type":["string","null"]}}}
+		},"required":["tags"]},
+		"meta":{"type":"object"}
+	}}`
+)
 
-// TestValidateAlwaysRefusesRepeatedKeys: a key given twice anywhere in the
-// arguments is refused by name, whichever decoder reads them.
-func TestValidateAlwaysRefusesRepeatedKeys(t *testing.T) {
+func TestSchemaConfigValidateNamesTheTool(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.Tools = []Tool{{Name: "f", Parameters: json.RawMessage(`{"type":"object","additionalProperties":true}`)}}
-	rapid.Check(t, func(t *rapid.T) {
-		args, path := genDupArgs(t)
-		if !json.Valid([]byte(args)) {
-			t.Fatalf("generated invalid JSON %s", args)
-		}
-		_, err := ValidateCall(cfg, NativeCall{ID: "c", Name: "f", Arguments: args})
-		if !errors.Is(err, ErrInvalidCall) || !strings.Contains(err.Error(), fmt.Sprintf("argument %q is given more than once", path)) {
-			t.Fatalf("%s: %v, want the key %s named", args, err, path)
-		}
-	})
+	cfg.Tools = []Tool{{Name: "find", Parameters: json.RawMessage(`{"type":"object","properties":{"q":{"type":"string","pattern":"(?!x)"}}}`)}}
+	err := cfg.Validate()
+	if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), `tools[0] "find": parameters: properties.q: pattern "(?!x)"`) {
+		t.Errorf("Validate: %v", err)
+	}
 }
 
-func TestRepeatedKeyIgnoresSameKeysInDifferentObjects(t *testing.T) {
-	for _, text := range []string{`{"a":{"a":1},"b":[{"a":1},{"a":2}]}`, `{}`, `[{"a":1}]`, `{"a":1,"b":`} {
-		if p, dup := repeatedKey(text); dup {
-			t.Errorf("%s: reported %s", text, p)
+func TestSchemaValidateCall(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Tools = []Tool{
+		{Name: "search", Parameters: json.RawMessage(searchArgsSchema)},
+		{Name: "noop"},
+	}
+	cfg.Memory.Tools = true
+	for _, tc := range []struct {
+		name     string
+		reject   bool
+		call     NativeCall
+		wantArgs string
+		err      string
+	}{
+		{name: "unknown tool names the tools", call: NativeCall{ID: "c1", Name: "serch", Arguments: `{}`},
+			err: `invalid tool call: unknown tool "serch"; the tools are: search, noop, memory_search, memory_create, memory_traverse`},
+		{name: "arguments not an object", call: NativeCall{ID: "c1", Name: "search", Arguments: `["x"]`},
+			err: `invalid tool call: search (call c1): arguments must be a JSON object, found an array`},
+		{name: "arguments not JSON", call: NativeCall{ID: "c1", Name: "search", Arguments: `{"query":`},
+			err: `invalid tool call: search (call c1): arguments are not valid JSON: unexpected EOF`},
+		{name: "every problem, naming the tool", call: NativeCall{ID: "c2", Name: "search", Arguments: `{"limit":"5"}`},
+			err: `invalid tool call: search (call c2): argument "limit": expected an integer, found the string "5"; missing required argument "query"`},
+		{name: "normalized", call: NativeCall{ID: "c3", Name: "search", Arguments: `{"query":"q","extra":[1]}`},
+			wantArgs: `{"limit":5,"query":"q"}`},
+		{name: "unknown refused by policy", reject: true, call: NativeCall{ID: "c3", Name: "search", Arguments: `{"query":"q","extra":[1]}`},
+			err: `invalid tool call: search (call c3): unknown argument "extra" (the arguments are: query, limit)`},
+		{name: "empty arguments", call: NativeCall{ID: "c4", Name: "noop", Arguments: ``},
+			wantArgs: `{}`},
+		{name: "memory defaults", call: NativeCall{ID: "c5", Name: ToolMemorySearch, Arguments: `{"query":"sarah"}`},
+			wantArgs: `{"limit":5,"query":"sarah"}`},
+		{name: "memory closed schema", call: NativeCall{ID: "c6", Name: ToolMemoryTraverse, Arguments: `{"from":"a","depth":9,"hops":1}`},
+			err: `invalid tool call: memory_traverse (call c6): argument "depth": expected an integer of at most 5, found 9; unknown argument "hops" (the arguments are: from, relation, depth)`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := cfg
+			cfg.Policy.RejectUnknownArgs = tc.reject
+			got, err := ValidateCall(cfg, tc.call)
+			if tc.err != "" {
+				if err == nil || err.Error() != tc.err || !errors.Is(err, ErrInvalidCall) {
+					t.Errorf("ValidateCall:\n got  %v\n want %s", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("ValidateCall: %v", err)
+			}
+			if string(got.Args) != tc.wantArgs || got.ID != tc.call.ID || got.Name != tc.call.Name {
+				t.Errorf("ValidateCall = %+v (args %s), want args %s", got, got.Args, tc.wantArgs)
+			}
+		})
+	}
+}
+
+// The memory tools' parameter schemas are sound: they compile with no
+// warning.
+func TestMemoryToolSchemasCompile(t *testing.T) {
+	for _, tool := range memoryTools {
+		s, err := schema.Compile(tool.Parameters)
+		if err != nil {
+			t.Errorf("%s: %v", tool.Name, err)
+		} else if w := s.Warnings(); len(w) > 0 {
+			t.Errorf("%s: %q", tool.Name, w)
 		}
 	}
 }

@@ -1,8 +1,7 @@
-package core
+package schema
 
 import (
 	"encoding/json"
-	"errors"
 	"strings"
 	"testing"
 )
@@ -22,9 +21,9 @@ func runSchemaArgs(t *testing.T, schema, args string, reject bool) (string, stri
 	if err != nil {
 		return "", err.Error()
 	}
-	raw, err := canonicalJSON(out)
+	raw, err := Canonical(out)
 	if err != nil {
-		t.Fatalf("canonicalJSON: %v", err)
+		t.Fatalf("Canonical: %v", err)
 	}
 	return string(raw), ""
 }
@@ -202,11 +201,11 @@ func TestSchemaValidateArgsLeavesInputAlone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before, _ := canonicalJSON(in)
+	before, _ := Canonical(in)
 	if _, err := validateArgs(Tool{Parameters: json.RawMessage(filtersSchema)}, in, false); err != nil {
 		t.Fatal(err)
 	}
-	after, _ := canonicalJSON(in)
+	after, _ := Canonical(in)
 	if string(before) != string(after) {
 		t.Errorf("input changed:\n%s\n%s", before, after)
 	}
@@ -221,7 +220,6 @@ func TestSchemaCheckSchema(t *testing.T) {
 		{"plain object", `{"type":"object"}`, ""},
 		{"no type", `{"properties":{"a":{}}}`, ""},
 		{"annotations ignored", `{"type":"object","title":"t","$schema":"https://json-schema.org/draft/2020-12/schema","properties":{"a":{"type":"string","format":"date","description":"d","examples":["x"]}}}`, ""},
-		{"memory tools", string(memoryTools[1].Parameters), ""},
 		{"not an object", `[]`, "must be a JSON object"},
 		{"invalid JSON", `{"type":`, "must be a schema"},
 		{"root not object", `{"type":"string"}`, `type must be "object"`},
@@ -260,68 +258,6 @@ func TestSchemaCheckSchema(t *testing.T) {
 				t.Errorf("checkSchema(%s) accepted it, want an error containing %q", tc.schema, tc.err)
 			case tc.err != "" && !strings.Contains(err.Error(), tc.err):
 				t.Errorf("checkSchema(%s):\n got  %v\n want %q in it", tc.schema, err, tc.err)
-			}
-		})
-	}
-}
-
-func TestSchemaConfigValidateNamesTheTool(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.Tools = []Tool{{Name: "find", Parameters: json.RawMessage(`{"type":"object","properties":{"q":{"type":"string","pattern":"(?!x)"}}}`)}}
-	err := cfg.Validate()
-	if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), `tools[0] "find": parameters: properties.q: pattern "(?!x)"`) {
-		t.Errorf("Validate: %v", err)
-	}
-}
-
-func TestSchemaValidateCall(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.Tools = []Tool{
-		{Name: "search", Parameters: json.RawMessage(searchArgsSchema)},
-		{Name: "noop"},
-	}
-	cfg.Memory.Tools = true
-	for _, tc := range []struct {
-		name     string
-		reject   bool
-		call     NativeCall
-		wantArgs string
-		err      string
-	}{
-		{name: "unknown tool names the tools", call: NativeCall{ID: "c1", Name: "serch", Arguments: `{}`},
-			err: `invalid tool call: unknown tool "serch"; the tools are: search, noop, memory_search, memory_create, memory_traverse`},
-		{name: "arguments not an object", call: NativeCall{ID: "c1", Name: "search", Arguments: `["x"]`},
-			err: `invalid tool call: search (call c1): arguments must be a JSON object, found an array`},
-		{name: "arguments not JSON", call: NativeCall{ID: "c1", Name: "search", Arguments: `{"query":`},
-			err: `invalid tool call: search (call c1): arguments are not valid JSON: unexpected EOF`},
-		{name: "every problem, naming the tool", call: NativeCall{ID: "c2", Name: "search", Arguments: `{"limit":"5"}`},
-			err: `invalid tool call: search (call c2): argument "limit": expected an integer, found the string "5"; missing required argument "query"`},
-		{name: "normalized", call: NativeCall{ID: "c3", Name: "search", Arguments: `{"query":"q","extra":[1]}`},
-			wantArgs: `{"limit":5,"query":"q"}`},
-		{name: "unknown refused by policy", reject: true, call: NativeCall{ID: "c3", Name: "search", Arguments: `{"query":"q","extra":[1]}`},
-			err: `invalid tool call: search (call c3): unknown argument "extra" (the arguments are: query, limit)`},
-		{name: "empty arguments", call: NativeCall{ID: "c4", Name: "noop", Arguments: ``},
-			wantArgs: `{}`},
-		{name: "memory defaults", call: NativeCall{ID: "c5", Name: ToolMemorySearch, Arguments: `{"query":"sarah"}`},
-			wantArgs: `{"limit":5,"query":"sarah"}`},
-		{name: "memory closed schema", call: NativeCall{ID: "c6", Name: ToolMemoryTraverse, Arguments: `{"from":"a","depth":9,"hops":1}`},
-			err: `invalid tool call: memory_traverse (call c6): argument "depth": expected an integer of at most 5, found 9; unknown argument "hops" (the arguments are: from, relation, depth)`},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			cfg := cfg
-			cfg.Policy.RejectUnknownArgs = tc.reject
-			got, err := ValidateCall(cfg, tc.call)
-			if tc.err != "" {
-				if err == nil || err.Error() != tc.err || !errors.Is(err, ErrInvalidCall) {
-					t.Errorf("ValidateCall:\n got  %v\n want %s", err, tc.err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("ValidateCall: %v", err)
-			}
-			if string(got.Args) != tc.wantArgs || got.ID != tc.call.ID || got.Name != tc.call.Name {
-				t.Errorf("ValidateCall = %+v (args %s), want args %s", got, got.Args, tc.wantArgs)
 			}
 		})
 	}

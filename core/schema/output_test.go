@@ -1,11 +1,11 @@
-package core_test
+package schema_test
 
 import (
 	"errors"
 	"strings"
 	"testing"
 
-	"github.com/stepwise-agent/stepwise/core"
+	"github.com/stepwise-agent/stepwise/core/schema"
 )
 
 func TestOutputSchemaCheck(t *testing.T) {
@@ -30,7 +30,7 @@ func TestOutputSchemaCheck(t *testing.T) {
 		{"a string schema refuses", `{"type":"string","enum":["yes","no"]}`, `"maybe"`, `expected one of "yes", "no"`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			s, err := core.CompileOutputSchema([]byte(c.schema))
+			s, err := schema.CompileOutput([]byte(c.schema))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -41,8 +41,8 @@ func TestOutputSchemaCheck(t *testing.T) {
 				}
 				return
 			}
-			if err == nil || !errors.Is(err, core.ErrOutputSchema) {
-				t.Fatalf("Check = %v, want ErrOutputSchema", err)
+			if err == nil || !errors.Is(err, schema.ErrOutput) {
+				t.Fatalf("Check = %v, want ErrOutput", err)
 			}
 			for _, part := range strings.Split(c.want, "|") {
 				if !strings.Contains(err.Error(), part) {
@@ -64,8 +64,8 @@ func TestCompileOutputSchemaRefusesBadSchemas(t *testing.T) {
 		{`{"type":"string","pattern":"("}`, "pattern"},
 		{`[1]`, "schema"},
 	} {
-		if _, err := core.CompileOutputSchema([]byte(c.schema)); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("CompileOutputSchema(%s) = %v, want an error naming %q", c.schema, err, c.want)
+		if _, err := schema.CompileOutput([]byte(c.schema)); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("CompileOutput(%s) = %v, want an error naming %q", c.schema, err, c.want)
 		}
 	}
 }

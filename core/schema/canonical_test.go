@@ -1,4 +1,4 @@
-package core
+package schema
 
 import (
 	"bytes"
@@ -8,7 +8,7 @@ import (
 	"pgregory.net/rapid"
 )
 
-// libraryJSON is canonicalJSON as encoding/json writes it.
+// libraryJSON is Canonical as encoding/json writes it.
 func libraryJSON(v any) ([]byte, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
@@ -68,11 +68,11 @@ func genCanonValue(depth int) *rapid.Generator[any] {
 	})
 }
 
-// canonicalJSON gives encoding/json's bytes, or its error, for every value.
+// Canonical gives encoding/json's bytes, or its error, for every value.
 func TestCanonicalJSONMatchesLibrary(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		v := genCanonValue(3).Draw(t, "v")
-		got, err := canonicalJSON(v)
+		got, err := Canonical(v)
 		want, wantErr := libraryJSON(v)
 		if (err != nil) != (wantErr != nil) {
 			t.Fatalf("error %v, encoding/json %v", err, wantErr)

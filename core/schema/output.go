@@ -1,4 +1,4 @@
-package core
+package schema
 
 import (
 	"bytes"
@@ -8,22 +8,22 @@ import (
 	"strings"
 )
 
-// OutputSchema is a compiled JSON Schema that a tool's output is checked
+// Output is a compiled JSON Schema that a tool's output is checked
 // against: the keyword subset tool arguments are checked with
 // (docs/adr/0003-schema-validation.md), with any type at the root. The
 // shell uses it for tools that declare an output schema; it is immutable and
 // safe for concurrent use.
-type OutputSchema struct {
-	s *argSchema
+type Output struct {
+	s *Schema
 }
 
-// ErrOutputSchema wraps every error OutputSchema.Check returns.
-var ErrOutputSchema = errors.New("the output does not fit the tool's output schema")
+// ErrOutput wraps every error Output.Check returns.
+var ErrOutput = errors.New("the output does not fit the tool's output schema")
 
-// CompileOutputSchema compiles raw, naming every problem (an unsupported
+// CompileOutput compiles raw, naming every problem (an unsupported
 // keyword, a pattern that does not compile, a default that does not fit).
 // An empty schema is an error: a tool without one declares nothing.
-func CompileOutputSchema(raw json.RawMessage) (*OutputSchema, error) {
+func CompileOutput(raw json.RawMessage) (*Output, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 {
 		return nil, errors.New("the output schema is empty")
@@ -35,23 +35,23 @@ func CompileOutputSchema(raw json.RawMessage) (*OutputSchema, error) {
 	if len(c.errs) > 0 {
 		return nil, errors.New(strings.Join(c.errs, "; "))
 	}
-	return &OutputSchema{s: s}, nil
+	return &Output{s: s}, nil
 }
 
 // Check reports whether output, a JSON text, fits the schema. Types are
 // exact, as for arguments (no coercion: "5" is not an integer); unknown
 // properties are allowed unless the schema closes the object. The error
-// wraps ErrOutputSchema and names every mismatch by its path in the output
+// wraps ErrOutput and names every mismatch by its path in the output
 // (field "items[2].id": expected an integer, found "7").
-func (o *OutputSchema) Check(output string) error {
+func (o *Output) Check(output string) error {
 	dec := json.NewDecoder(strings.NewReader(output))
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return fmt.Errorf("%w: the output is not JSON: %v", ErrOutputSchema, err)
+		return fmt.Errorf("%w: the output is not JSON: %v", ErrOutput, err)
 	}
 	if dec.More() {
-		return fmt.Errorf("%w: the output holds more than one JSON value", ErrOutputSchema)
+		return fmt.Errorf("%w: the output holds more than one JSON value", ErrOutput)
 	}
 	c := &argChecker{}
 	c.value(o.s, v, nil, false)
@@ -63,7 +63,7 @@ func (o *OutputSchema) Check(output string) error {
 	for i, e := range errs {
 		texts[i] = outputWords.Replace(e.text)
 	}
-	return fmt.Errorf("%w: %s", ErrOutputSchema, strings.Join(texts, "; "))
+	return fmt.Errorf("%w: %s", ErrOutput, strings.Join(texts, "; "))
 }
 
 // outputWords turns the argument checker's words into words about an

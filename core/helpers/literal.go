@@ -1,4 +1,4 @@
-package core
+package helpers
 
 // Python literals of the helpers format: strings with their prefixes and
 // escapes, and numbers, written back as JSON.
@@ -29,7 +29,7 @@ func (p *helperParser) stringPrefix() (string, bool) {
 // stringLits reads one string literal, or several written next to each other
 // (which Python joins). With an f-string among them it gives an hFString,
 // else an hLit.
-func (p *helperParser) stringLits() (hexpr, *ParseError) {
+func (p *helperParser) stringLits() (hexpr, *Error) {
 	start := p.pos
 	var s strings.Builder
 	var parts []hexpr // set once an f-string is met
@@ -88,7 +88,7 @@ func strLit(s string, off int) *hLit {
 
 // stringLit reads the literal whose opening quote is at p.pos; start is where
 // it began (its prefix), for messages.
-func (p *helperParser) stringLit(start int, raw bool) (string, *ParseError) {
+func (p *helperParser) stringLit(start int, raw bool) (string, *Error) {
 	closer := p.src[p.pos : p.pos+1]
 	if triple := strings.Repeat(closer, 3); p.at(triple) {
 		closer = triple
@@ -117,7 +117,7 @@ func (p *helperParser) stringLit(start int, raw bool) (string, *ParseError) {
 }
 
 // escape reads the escape sequence at p.pos (a backslash) into b.
-func (p *helperParser) escape(b *strings.Builder, raw bool, start int) *ParseError {
+func (p *helperParser) escape(b *strings.Builder, raw bool, start int) *Error {
 	at := p.pos
 	if p.pos+1 >= len(p.src) {
 		return p.errAt(start, "this string is not closed (was the reply cut off?)")
@@ -204,7 +204,7 @@ func (p *helperParser) hexRune(n int) (rune, bool) {
 
 // number reads a number literal at p.pos; sign is "", "-" or "+", and off
 // is where the literal (with its sign) began.
-func (p *helperParser) number(sign string, off int) (pyLit, *ParseError) {
+func (p *helperParser) number(sign string, off int) (pyLit, *Error) {
 	start := p.pos
 	src := p.src
 	digits := func(ok func(byte) bool) {

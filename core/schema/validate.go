@@ -1,4 +1,4 @@
-package core
+package schema
 
 import (
 	"encoding/json"
@@ -11,22 +11,14 @@ import (
 	"unicode/utf8"
 )
 
-// validateArgs checks a call's arguments (decoded with UseNumber) against the
-// tool's parameter schema and returns them normalized: defaults injected for
-// missing optional properties, unknown properties dropped (or refused when
-// rejectUnknown is set or the schema says additionalProperties: false), and
-// integers written without a fraction or exponent. Every problem is reported,
-// sorted by argument path. The input is never modified.
-func validateArgs(t Tool, args map[string]any, rejectUnknown bool) (map[string]any, error) {
-	s, err := compileArgSchema(t.Parameters)
-	if err != nil {
-		return nil, fmt.Errorf("the tool's parameter schema is unusable: %v", err)
-	}
-	return checkArgs(s, args, rejectUnknown)
-}
-
-// checkArgs is validateArgs with the schema compiled.
-func checkArgs(s *argSchema, args map[string]any, rejectUnknown bool) (map[string]any, error) {
+// Validate checks a call's arguments (decoded with UseNumber, as DecodeArgs
+// does) against the parameter schema s and returns them normalized: defaults
+// injected for missing optional properties, unknown properties dropped (or
+// refused when rejectUnknown is set or the schema says
+// additionalProperties: false), and integers written without a fraction or
+// exponent. Every problem is reported in one error, sorted by argument path,
+// in words a model can correct from. The input is never modified.
+func (s *Schema) Validate(args map[string]any, rejectUnknown bool) (map[string]any, error) {
 	v := &argChecker{rejectUnknown: rejectUnknown}
 	out := v.value(s, args, nil, true)
 	if len(v.errs) > 0 {
@@ -84,7 +76,7 @@ func (v *argChecker) sub() *argChecker {
 // value checks val against s at path p. With rewrite it returns the
 // normalized value (always fresh maps and slices); without, it only checks
 // and returns val (inside anyOf and oneOf, see the ADR).
-func (v *argChecker) value(s *argSchema, val any, p argPath, rewrite bool) any {
+func (v *argChecker) value(s *Schema, val any, p argPath, rewrite bool) any {
 	if s.never {
 		v.add(argError{path: p, text: v.name(p) + " is not allowed here"})
 		return val
@@ -121,7 +113,7 @@ func (v *argChecker) value(s *argSchema, val any, p argPath, rewrite bool) any {
 	return out
 }
 
-func (v *argChecker) checkString(s *argSchema, x string, p argPath) {
+func (v *argChecker) checkString(s *Schema, x string, p argPath) {
 	n := utf8.RuneCountInString(x)
 	if s.minLength >= 0 && n < s.minLength {
 		v.addf(p, "expected a string of at least %s, found %s (%s)", plural(s.minLength, "character"), describeFound(x), plural(n, "character"))
@@ -134,7 +126,7 @@ func (v *argChecker) checkString(s *argSchema, x string, p argPath) {
 	}
 }
 
-func (v *argChecker) checkNumber(s *argSchema, x json.Number, p argPath, rewrite bool) any {
+func (v *argChecker) checkNumber(s *Schema, x json.Number, p argPath, rewrite bool) any {
 	r, _ := numberRat(x) // jsonTypeOf accepted x, so it parses
 	noun := "a number"
 	if slices.Equal(s.types, []string{"integer"}) {
@@ -163,7 +155,7 @@ func (v *argChecker) checkNumber(s *argSchema, x json.Number, p argPath, rewrite
 	return x
 }
 
-func (v *argChecker) checkArray(s *argSchema, x []any, p argPath, rewrite bool) any {
+func (v *argChecker) checkArray(s *Schema, x []any, p argPath, rewrite bool) any {
 	if s.minItems >= 0 && len(x) < s.minItems {
 		v.addf(p, "expected at least %s, found %d", plural(s.minItems, "item"), len(x))
 	}
@@ -198,7 +190,7 @@ func (v *argChecker) checkArray(s *argSchema, x []any, p argPath, rewrite bool) 
 	return out
 }
 
-func (v *argChecker) checkObject(s *argSchema, x map[string]any, p argPath, rewrite bool) any {
+func (v *argChecker) checkObject(s *Schema, x map[string]any, p argPath, rewrite bool) any {
 	out := make(map[string]any, len(x))
 	keys := make([]string, 0, len(x))
 	for k := range x {
@@ -243,7 +235,7 @@ func (v *argChecker) checkObject(s *argSchema, x map[string]any, p argPath, rewr
 
 // checkAlternatives applies anyOf and oneOf. Branches only check: they never
 // inject defaults or drop properties, so normalizing stays idempotent.
-func (v *argChecker) checkAlternatives(s *argSchema, val any, p argPath) {
+func (v *argChecker) checkAlternatives(s *Schema, val any, p argPath) {
 	if len(s.anyOf) > 0 {
 		fails := v.tryBranches(s.anyOf, val, p)
 		if len(fails) == len(s.anyOf) {
@@ -268,7 +260,7 @@ func (v *argChecker) checkAlternatives(s *argSchema, val any, p argPath) {
 }
 
 // tryBranches checks val against each branch and returns the failures by branch index.
-func (v *argChecker) tryBranches(branches []*argSchema, val any, p argPath) map[int]argErrors {
+func (v *argChecker) tryBranches(branches []*Schema, val any, p argPath) map[int]argErrors {
 	fails := map[int]argErrors{}
 	for i, b := range branches {
 		w := v.sub()

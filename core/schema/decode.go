@@ -1,10 +1,93 @@
-package core
+package schema
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 	"unicode/utf8"
 )
+
+// DecodeArgs reads call arguments: a JSON object (numbers kept exact, as
+// json.Number), in which no object, at any depth, has a key twice. Empty
+// arguments mean no arguments. The error says what is wrong in words a model
+// can correct from.
+func DecodeArgs(text string) (map[string]any, error) {
+	if strings.TrimSpace(text) == "" {
+		return map[string]any{}, nil
+	}
+	if obj, ok := decodeObjectFast(text); ok {
+		return obj, nil
+	}
+	return decodeArgsLibrary(text)
+}
+
+// decodeArgsLibrary is DecodeArgs through encoding/json: every input, and
+// the error texts the model reads.
+func decodeArgsLibrary(text string) (map[string]any, error) {
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("arguments are not valid JSON: %v", err)
+	}
+	if dec.More() {
+		return nil, errors.New("arguments hold more than one JSON value")
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("arguments must be a JSON object, found %s", jsonKind(v))
+	}
+	if p, dup := repeatedKey(text); dup {
+		// encoding/json would keep the last one silently; which one the
+		// model meant is not ours to guess.
+		return nil, fmt.Errorf("argument %q is given more than once; give each argument once", p.String())
+	}
+	return obj, nil
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case json.Number, float64:
+		return "a number"
+	case string:
+		return "a string"
+	case []any:
+		return "an array"
+	case map[string]any:
+		return "an object"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// DecodeValue reads text as one JSON value, as call arguments are read:
+// numbers kept as written (json.Number), nothing but white space after the
+// value. Unlike DecodeArgs it takes any value, and a repeated key keeps its
+// last value, as encoding/json does.
+func DecodeValue(text string) (any, error) {
+	p := jsonParser{s: text}
+	p.space()
+	if v, ok := p.value(0); ok {
+		p.space()
+		if p.i == len(p.s) {
+			return v, nil
+		}
+	}
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("not valid JSON: %v", err)
+	}
+	if strings.TrimSpace(text[dec.InputOffset():]) != "" {
+		return nil, errors.New("more than one JSON value")
+	}
+	return v, nil
+}
 
 // decodeObjectFast decodes text as one JSON object into what a json.Decoder
 // with UseNumber gives (map[string]any, []any, string, json.Number, bool,
@@ -114,7 +197,7 @@ func (p *jsonParser) object(depth int) (any, bool) {
 			return nil, false
 		}
 		if _, dup := obj[k.(string)]; dup {
-			return nil, false // a repeated key: decodeArgs refuses it by name
+			return nil, false // a repeated key: DecodeArgs refuses it by name
 		}
 		obj[k.(string)] = v
 		if more, ok := p.next('}'); !ok || !more {

@@ -1,4 +1,4 @@
-package core
+package schema
 
 import (
 	"bytes"
@@ -13,9 +13,10 @@ import (
 	"strings"
 )
 
-// argSchema is one compiled JSON Schema node: the keyword subset stepwise
-// checks tool arguments against (docs/adr/0003-schema-validation.md).
-type argSchema struct {
+// Schema is one compiled JSON Schema node: the keyword subset stepwise
+// checks tool arguments against (docs/adr/0003-schema-validation.md). It is
+// never modified after compiling, so it is safe for concurrent use.
+type Schema struct {
 	never bool     // the schema false: no value is allowed
 	types []string // allowed JSON types, in schema order; nil allows any
 
@@ -30,25 +31,35 @@ type argSchema struct {
 	minLength, maxLength int // -1 when absent
 	pattern              *regexp.Regexp
 
-	items              *argSchema // nil: any item
-	prefixItems        []*argSchema
+	items              *Schema // nil: any item
+	prefixItems        []*Schema
 	minItems, maxItems int // -1 when absent
 	uniqueItems        bool
 
-	props     map[string]*argSchema
+	props     map[string]*Schema
 	propOrder []string // property names in schema order
 	declared  bool     // "properties" is given (always true at the root)
 	required  []string
-	extra     *argSchema // additionalProperties as a schema (true: the empty schema)
-	closed    bool       // additionalProperties: false
+	extra     *Schema // additionalProperties as a schema (true: the empty schema)
+	closed    bool    // additionalProperties: false
 
-	anyOf, oneOf []*argSchema
+	anyOf, oneOf []*Schema
 
 	// At the root only: what compiling found but did not refuse, and the
 	// JSON paths of the defaults it dropped (see checkDefaults).
 	warnings []string
 	dropped  [][]string
 }
+
+// Warnings lists what compiling found wrong but did not refuse (a default
+// that does not fit its own schema, and is dropped), in the order the
+// schema was checked; nil for a schema that was not compiled at the root.
+func (s *Schema) Warnings() []string { return s.warnings }
+
+// Dropped lists the JSON paths (object keys and array indexes, in the
+// schema's text) of the defaults compiling dropped, for docs that must not
+// show them.
+func (s *Schema) Dropped() [][]string { return s.dropped }
 
 // numBound is a numeric keyword: its exact value and its text for messages.
 type numBound struct {
@@ -71,19 +82,16 @@ var unsupportedKeywords = map[string]bool{
 	"unevaluatedProperties": true, "unevaluatedItems": true,
 }
 
-// checkSchema reports whether raw is a usable parameter schema: empty means
-// the tool takes no arguments; otherwise an object schema using only the
-// supported keywords, with patterns that compile and defaults that fit.
-func checkSchema(raw json.RawMessage) error {
-	_, err := compileArgSchema(raw) // a schema that compiles is valid
-	return err
-}
-
-// compileArgSchema compiles a tool's parameter schema, naming every problem.
-func compileArgSchema(raw json.RawMessage) (*argSchema, error) {
+// Compile compiles a tool's parameter schema, naming every problem (an
+// unsupported keyword, a pattern that does not compile, a required name
+// that is not a property). Empty or null means the tool takes no arguments;
+// otherwise raw must be an object schema using only the supported keywords.
+// A default that does not fit its schema is not an error: it is dropped,
+// and Warnings and Dropped say so.
+func Compile(raw json.RawMessage) (*Schema, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
-		return &argSchema{types: []string{"object"}, declared: true, minLength: -1, maxLength: -1, minItems: -1, maxItems: -1}, nil
+		return &Schema{types: []string{"object"}, declared: true, minLength: -1, maxLength: -1, minItems: -1, maxItems: -1}, nil
 	}
 	if raw[0] != '{' {
 		return nil, errors.New("must be a JSON object (an object schema)")
@@ -111,7 +119,7 @@ type schemaCompiler struct {
 }
 
 type compiled struct {
-	s    *argSchema
+	s    *Schema
 	at   string
 	path []string
 }
@@ -127,8 +135,8 @@ func (c *schemaCompiler) fail(at, format string, args ...any) {
 // node compiles one schema; at locates it for messages (e.g.
 // "properties.tags.items") and path in the schema's JSON (its keys and
 // array indexes: ["properties", "tags", "items"]).
-func (c *schemaCompiler) node(raw json.RawMessage, at string, path []string) *argSchema {
-	s := &argSchema{minLength: -1, maxLength: -1, minItems: -1, maxItems: -1}
+func (c *schemaCompiler) node(raw json.RawMessage, at string, path []string) *Schema {
+	s := &Schema{minLength: -1, maxLength: -1, minItems: -1, maxItems: -1}
 	switch string(bytes.TrimSpace(raw)) {
 	case "true":
 		return s
@@ -299,20 +307,20 @@ func (c *schemaCompiler) pattern(v json.RawMessage, at string) *regexp.Regexp {
 	return re
 }
 
-func (c *schemaCompiler) list(v json.RawMessage, at string, path []string, k string, mayBeEmpty bool) []*argSchema {
+func (c *schemaCompiler) list(v json.RawMessage, at string, path []string, k string, mayBeEmpty bool) []*Schema {
 	var raws []json.RawMessage
 	if err := json.Unmarshal(v, &raws); err != nil || (len(raws) == 0 && !mayBeEmpty) {
 		c.fail(at, "%s must be a non-empty array of schemas", k)
 		return nil
 	}
-	out := make([]*argSchema, len(raws))
+	out := make([]*Schema, len(raws))
 	for i, r := range raws {
 		out[i] = c.node(r, fmt.Sprintf("%s[%d]", join(at, k), i), withKey(path, k, strconv.Itoa(i)))
 	}
 	return out
 }
 
-func (c *schemaCompiler) properties(s *argSchema, v json.RawMessage, at string, path []string) {
+func (c *schemaCompiler) properties(s *Schema, v json.RawMessage, at string, path []string) {
 	order, err := objectKeys(v)
 	if err != nil {
 		c.fail(at, "properties must be an object of schemas")
@@ -321,7 +329,7 @@ func (c *schemaCompiler) properties(s *argSchema, v json.RawMessage, at string, 
 	var raws map[string]json.RawMessage
 	_ = json.Unmarshal(v, &raws) // objectKeys proved v is an object
 	s.declared = true
-	s.props = make(map[string]*argSchema, len(raws))
+	s.props = make(map[string]*Schema, len(raws))
 	for _, name := range order {
 		if _, seen := s.props[name]; seen {
 			continue
@@ -332,7 +340,7 @@ func (c *schemaCompiler) properties(s *argSchema, v json.RawMessage, at string, 
 }
 
 // checkBounds refuses numeric and length bounds that no value can meet.
-func (c *schemaCompiler) checkBounds(s *argSchema, at string) {
+func (c *schemaCompiler) checkBounds(s *Schema, at string) {
 	if s.minimum != nil && s.maximum != nil && s.minimum.r.Cmp(s.maximum.r) > 0 {
 		c.fail(at, "minimum %s is greater than maximum %s", s.minimum.text, s.maximum.text)
 	}

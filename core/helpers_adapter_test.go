@@ -2,7 +2,6 @@ package core
 
 import (
 	"encoding/json"
-	"reflect"
 	"testing"
 )
 
@@ -133,16 +132,6 @@ func repeatString(s string, n int) string {
 		out += s
 	}
 	return out
-}
-
-func TestHelperParamOrderFollowsSchemaText(t *testing.T) {
-	got := helperParamOrder(json.RawMessage(`{"required":["b"],"properties":{"zeta":{},"alpha":{"properties":{"inner":{}}},"mid":{}},"type":"object"}`))
-	if want := []string{"zeta", "alpha", "mid"}; !reflect.DeepEqual(got, want) {
-		t.Fatalf("got %v, want %v", got, want)
-	}
-	if got := helperParamOrder(json.RawMessage(`not json`)); got != nil {
-		t.Fatalf("got %v for invalid schema", got)
-	}
 }
 
 func TestRenderHelpersCall(t *testing.T) {

@@ -1,4 +1,4 @@
-package core
+package helpers
 
 // Values of a running helpers program and how expressions compute them
 // (the rules are in the package doc, "The helpers format").
@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/stepwise-agent/stepwise/core/schema"
 )
 
 // maxHelperValue bounds the size of any value a program computes (its
@@ -59,7 +61,7 @@ func evalHelper(e hexpr, env map[string]hval) (hval, error) {
 		if e.lit.isStr {
 			return hval{v: e.lit.str, cost: len(e.lit.str)}, nil
 		}
-		v, err := decodeJSONText(e.lit.json)
+		v, err := schema.DecodeValue(e.lit.json)
 		if err != nil {
 			return hval{}, evalErr(e, "%v", err)
 		}
@@ -167,7 +169,7 @@ func (r *callResult) jsonOf(e hexpr) (hval, error) {
 	if err := r.usable(e); err != nil {
 		return hval{}, err
 	}
-	v, err := decodeJSONText(r.text)
+	v, err := schema.DecodeValue(r.text)
 	if err != nil {
 		msg := fmt.Sprintf("%s is not JSON, so it has no keys or items: the result of %s (%s) is %s", describeHelperExpr(e), r.tool, r.id, excerptText(r.text))
 		if strings.Contains(r.text, "\n[truncated: showing ") {
@@ -328,7 +330,7 @@ func writeHelperText(b *strings.Builder, v any) {
 	case nil:
 		b.WriteString("None")
 	default:
-		raw, err := canonicalJSON(v)
+		raw, err := schema.Canonical(v)
 		if err != nil {
 			b.WriteString("None")
 			return
@@ -432,36 +434,12 @@ func costOf(v any, limit int) int {
 	return min(n, limit+1)
 }
 
-// decodeJSONText reads text as one JSON value, as the core reads call
-// arguments: numbers kept as written (json.Number), nothing but white
-// space after the value.
-func decodeJSONText(text string) (any, error) {
-	p := jsonParser{s: text}
-	p.space()
-	if v, ok := p.value(0); ok {
-		p.space()
-		if p.i == len(p.s) {
-			return v, nil
-		}
-	}
-	dec := json.NewDecoder(strings.NewReader(text))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, fmt.Errorf("not valid JSON: %v", err)
-	}
-	if strings.TrimSpace(text[dec.InputOffset():]) != "" {
-		return nil, errors.New("more than one JSON value")
-	}
-	return v, nil
-}
-
 // litOf is a computed value as a literal.
 func litOf(v any) pyLit {
 	if s, ok := v.(string); ok {
 		return pyLit{json: jsonQuoted(s), str: s, isStr: true}
 	}
-	raw, err := canonicalJSON(v)
+	raw, err := schema.Canonical(v)
 	if err != nil {
 		return pyLit{json: "null"}
 	}

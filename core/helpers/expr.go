@@ -1,9 +1,8 @@
-package core
+package helpers
 
 // Expressions of the helpers format: literals, names, lists, tuples,
-// dicts, subscripts, + and f-strings (the package doc, "The helpers
-// format", describes the subset). The parser builds the tree below;
-// evaluation is in helpers_eval.go.
+// dicts, subscripts, + and f-strings (the package doc describes the
+// subset). The parser builds the tree below; evaluation is in eval.go.
 
 import "strings"
 
@@ -72,7 +71,7 @@ func (e *hFString) offset() int { return e.off }
 const maxHelperSubscripts = 64
 
 // expr reads an expression: terms joined by +.
-func (p *helperParser) expr() (hexpr, *ParseError) {
+func (p *helperParser) expr() (hexpr, *Error) {
 	first, err := p.postfix()
 	if err != nil {
 		return nil, err
@@ -100,7 +99,7 @@ func (p *helperParser) expr() (hexpr, *ParseError) {
 }
 
 // postfix reads a value and the subscripts after it.
-func (p *helperParser) postfix() (hexpr, *ParseError) {
+func (p *helperParser) postfix() (hexpr, *Error) {
 	x, err := p.atom()
 	if err != nil {
 		return nil, err
@@ -141,7 +140,7 @@ func (p *helperParser) postfix() (hexpr, *ParseError) {
 
 // atom reads a literal, a name, a list, tuple or dict, or a parenthesised
 // expression.
-func (p *helperParser) atom() (hexpr, *ParseError) {
+func (p *helperParser) atom() (hexpr, *Error) {
 	p.skipSpace()
 	if p.pos >= len(p.src) {
 		return nil, p.cutOff()
@@ -173,7 +172,7 @@ func (p *helperParser) atom() (hexpr, *ParseError) {
 			return nil, err
 		}
 		return &hDict{members: members, off: off}, nil
-	case p.at(helpersClose):
+	case p.at(Close):
 		return nil, p.notClosed(off)
 	}
 	if _, ok := p.stringPrefix(); ok {
@@ -221,7 +220,7 @@ func (p *helperParser) atom() (hexpr, *ParseError) {
 // helpersSubsetHint says what a value may be, for messages.
 const helpersSubsetHint = "values are literals, names assigned before, x[key], a + b and f-strings; there are no conditions, loops, comparisons or other operators"
 
-func (p *helperParser) numberExpr(sign string, off int) (hexpr, *ParseError) {
+func (p *helperParser) numberExpr(sign string, off int) (hexpr, *Error) {
 	lit, err := p.number(sign, off)
 	if err != nil {
 		return nil, err
@@ -231,7 +230,7 @@ func (p *helperParser) numberExpr(sign string, off int) (hexpr, *ParseError) {
 
 // sequence reads a list, or a tuple or parenthesised value (close is ')');
 // lists and tuples become JSON arrays.
-func (p *helperParser) sequence(close byte) (hexpr, *ParseError) {
+func (p *helperParser) sequence(close byte) (hexpr, *Error) {
 	off := p.pos
 	p.pos++
 	p.depth++
@@ -274,7 +273,7 @@ func (p *helperParser) sequence(close byte) (hexpr, *ParseError) {
 }
 
 // dict reads a dict literal whose keys are strings.
-func (p *helperParser) dict() ([]hMember, *ParseError) {
+func (p *helperParser) dict() ([]hMember, *Error) {
 	p.pos++
 	p.depth++
 	p.nest++
@@ -344,10 +343,10 @@ func (p *helperParser) dict() ([]hMember, *ParseError) {
 
 // afterValue explains what is wrong with the text after a value where
 // expected (such as "',' or ')'") should come.
-func (p *helperParser) afterValue(expected string) *ParseError {
+func (p *helperParser) afterValue(expected string) *Error {
 	off := p.pos
 	rest := p.rest()
-	if p.at(helpersClose) {
+	if p.at(Close) {
 		return p.notClosed(off)
 	}
 	if op := pyOperatorRun(rest, "+-*/%@&|^<>=!~"); op != "" {
@@ -370,7 +369,7 @@ func (p *helperParser) afterValue(expected string) *ParseError {
 
 // fstring reads the body of an f-string whose opening quote is at p.pos
 // (start is where its prefix began) into literal parts and fields.
-func (p *helperParser) fstring(start int, raw bool) ([]hexpr, *ParseError) {
+func (p *helperParser) fstring(start int, raw bool) ([]hexpr, *Error) {
 	closer := p.src[p.pos : p.pos+1]
 	if triple := strings.Repeat(closer, 3); p.at(triple) {
 		closer = triple
@@ -420,7 +419,7 @@ func (p *helperParser) fstring(start int, raw bool) ([]hexpr, *ParseError) {
 }
 
 // fstringField reads {expression} at p.pos.
-func (p *helperParser) fstringField(parts *[]hexpr) *ParseError {
+func (p *helperParser) fstringField(parts *[]hexpr) *Error {
 	open := p.pos
 	p.pos++
 	p.depth++
@@ -456,7 +455,7 @@ func (p *helperParser) fstringField(parts *[]hexpr) *ParseError {
 }
 
 // notClosed reports </helpers> met inside a statement.
-func (p *helperParser) notClosed(off int) *ParseError {
+func (p *helperParser) notClosed(off int) *Error {
 	if p.call != "" {
 		return p.errAt(off, "the call to %s( is not closed before </helpers>; add )", p.call)
 	}

@@ -1,4 +1,4 @@
-package core
+package schema
 
 import (
 	"bytes"
@@ -139,4 +139,19 @@ func TestDecodeObjectFastTakesTheCommonCase(t *testing.T) {
 			t.Errorf("%q: the fast path took it: %#v", text, got)
 		}
 	}
+}
+
+// FuzzDecodeArgs: decoding arguments never panics, and what it accepts has
+// no key twice in any object.
+func FuzzDecodeArgs(f *testing.F) {
+	f.Add(`{"a":1,"b":{"c":[1,{"d":2}]}}`)
+	f.Add(`{"a":1,"a":2}`)
+	f.Add(`{"o":{"k":1, "k" :2}}`)
+	f.Fuzz(func(t *testing.T, text string) {
+		if _, err := DecodeArgs(text); err == nil {
+			if p, dup := repeatedKey(text); dup {
+				t.Fatalf("%q accepted with %s twice", text, p)
+			}
+		}
+	})
 }

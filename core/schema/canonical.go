@@ -1,4 +1,4 @@
-package core
+package schema
 
 import (
 	"bytes"
@@ -8,12 +8,12 @@ import (
 	"unicode/utf8"
 )
 
-// canonicalJSON encodes v with sorted keys, no HTML escaping and no spaces:
+// Canonical encodes v with sorted keys, no HTML escaping and no spaces:
 // the bytes encoding/json's Encoder gives with SetEscapeHTML(false), without
 // its trailing newline. The values call arguments decode to (objects,
 // arrays, strings, json.Number, booleans, null) are written here, without
 // reflection; anything else goes through encoding/json.
-func canonicalJSON(v any) (json.RawMessage, error) {
+func Canonical(v any) (json.RawMessage, error) {
 	if b, ok := appendCanonical(nil, v); ok {
 		return b, nil
 	}
