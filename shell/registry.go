@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	"github.com/stepwise-agent/stepwise/core"
+	"github.com/stepwise-agent/stepwise/core/schema"
 	"github.com/stepwise-agent/stepwise/store"
 )
 
@@ -204,7 +205,7 @@ func (s ToolSettings) check(spec core.Tool) error {
 		return declErrorf("tool %q: %v", spec.Name, err)
 	}
 	if len(s.OutputSchema) > 0 {
-		if _, err := core.CompileOutputSchema(s.OutputSchema); err != nil {
+		if _, err := schema.CompileOutput(s.OutputSchema); err != nil {
 			return declErrorf("tool %q: output schema: %v", spec.Name, err)
 		}
 	}

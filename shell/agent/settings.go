@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	"github.com/stepwise-agent/stepwise/core"
+	"github.com/stepwise-agent/stepwise/core/schema"
 	"github.com/stepwise-agent/stepwise/shell"
 )
 
@@ -38,7 +39,7 @@ func (s *Spec) settings(t ToolTable, specs []core.Tool, external bool) error {
 		}
 		raw, err := parameters(t.OutputSchema)
 		if err == nil {
-			_, err = core.CompileOutputSchema(raw)
+			_, err = schema.CompileOutput(raw)
 		}
 		if err != nil {
 			return keyErrorf("output_schema", "%v", err)
