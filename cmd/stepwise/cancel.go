@@ -9,13 +9,16 @@ import (
 )
 
 func init() {
-	c := &command{name: "cancel", args: "RUN_ID [--reason TEXT] [--wait 30s] [--json]", summary: "end a paused, running, stalled or interrupted run as cancelled",
+	c := &command{name: "cancel", args: "RUN_ID [--reason TEXT] [--wait 30s] [--take-over] [--json]", summary: "end a paused, running, stalled or interrupted run as cancelled",
 		help: `Ends a run that has not ended: whatever it waits for (a model, a tool, external
 results) gets "cancelled", and the run ends with status cancelled (failure code
 cancelled, with --reason). A run no process drives is cancelled at once. A run another
 process drives is asked to end: its driver sees the request within a third of its
 lease (5 s by default) and ends the run before its next request, cutting a model or
-tool call in flight short; cancel waits up to --wait for that.
+tool call in flight short; cancel waits up to --wait for that. With --take-over,
+cancel takes the run from whatever process holds it, alive or not (a warning on
+stderr names it; it can no longer write to the run), and cancels it at once; the
+take-over is recorded with the run (stepwise show lists it).
 
 Exit codes: 0 the run is cancelled; 1 it had already ended (nothing to cancel);
 6 the request is recorded but the run's driver has not ended it within --wait (it
@@ -26,6 +29,7 @@ will); 2 no such run or bad flags.`}
 		reason := fs.String("reason", "cancelled by stepwise cancel", "why, recorded as the failure reason")
 		wait := fs.Duration("wait", 30*time.Second, "how long to wait for another process's driver to end the run")
 		asJSON := fs.Bool("json", false, "print the run's outcome as one JSON object (see stepwise help run)")
+		takeOver := fs.Bool("take-over", false, "take the run whatever process holds it and cancel it at once (that holder can no longer write to it); recorded with the run")
 		pos, code := e.parse(c, fs, args, 1, 1)
 		if code >= 0 {
 			return code
@@ -45,6 +49,9 @@ will); 2 no such run or bad flags.`}
 		}
 		defer closeAgent(ag)
 		rf := runFlags{wait: wait}
+		if *takeOver {
+			rf.takeOver = "stepwise cancel --take-over"
+		}
 		r, code := e.runner(spec, ag, st, true, rf)
 		if code >= 0 {
 			return code

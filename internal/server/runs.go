@@ -359,6 +359,9 @@ func (s *Server) postResults(w http.ResponseWriter, r *http.Request) {
 type resumeRequest struct {
 	// Agent, when set, drives the run from now on (the change is recorded).
 	Agent string `json:"agent,omitempty"`
+	// TakeOver takes the run's lease whatever its holder (an operator's
+	// forced take-over, recorded with the run).
+	TakeOver bool `json:"take_over,omitempty"`
 }
 
 func (s *Server) resumeRun(w http.ResponseWriter, r *http.Request) {
@@ -373,7 +376,13 @@ func (s *Server) resumeRun(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if _, err := s.runner.Pool().Requeue(r.Context(), ag, id); err != nil {
+	runner := s.runner
+	if req.TakeOver {
+		opts := s.runnerOpts
+		opts.TakeOver = "POST /v1/runs/{id}/resume with take_over"
+		runner = shell.NewRunner(s.cfg.Store, &opts)
+	}
+	if _, err := runner.Pool().Requeue(r.Context(), ag, id); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -384,6 +393,9 @@ func (s *Server) resumeRun(w http.ResponseWriter, r *http.Request) {
 
 type cancelRequest struct {
 	Reason string `json:"reason,omitempty"`
+	// TakeOver takes the run's lease whatever its holder and cancels the
+	// run at once (an operator's forced take-over, recorded with the run).
+	TakeOver bool `json:"take_over,omitempty"`
 }
 
 func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
@@ -402,6 +414,9 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
 	opts.Owner, opts.Observer = s.owner, shell.Join(s.hub, s.cfg.Runner.Observer)
 	if s.interruptLocal(id) {
 		opts.Wait = s.cfg.Grace // the drive here lets the run go at once
+	}
+	if req.TakeOver {
+		opts.TakeOver = "POST /v1/runs/{id}/cancel with take_over"
 	}
 	if _, err := shell.NewRunner(s.cfg.Store, &opts).Cancel(r.Context(), ag, id, req.Reason); err != nil {
 		if errors.Is(err, shell.ErrCancelRequested) {
