@@ -136,7 +136,8 @@ func Driven(l store.Lease, now time.Time) bool {
 // enough, when the holder may be dead: it is not known alive on this host,
 // or its lease looks expired by this host's clock. A holder that renews
 // ends that watch (within a third of its TTL); one that died is taken
-// over about a TTL after its last renewal, whatever the clocks say.
+// over about a TTL after its last renewal, whatever the clocks say. The
+// watch lasts at most Options.LeaseTTL.
 func (r *Runner) acquire(ctx context.Context, runID string) (store.Lease, error) {
 	return r.acquireWithin(ctx, runID, r.opts.Wait)
 }
@@ -151,6 +152,9 @@ func (r *Runner) acquireWithin(ctx context.Context, runID string, wait time.Dura
 	settleBy := time.Now().Add(pauseSettle)
 	settle := 100 * time.Microsecond
 	renewed := false // the store saw the holder renew: stop watching
+	// A watch lasts at most this runner's own TTL: a holder whose TTL is
+	// longer (and renews as seldom) is refused as busy after it.
+	watchBy := time.Now().Add(r.opts.LeaseTTL)
 	forced := 0
 	for {
 		l, err := r.store.Acquire(ctx, runID, req)
@@ -182,7 +186,7 @@ func (r *Runner) acquireWithin(ctx context.Context, runID string, wait time.Dura
 		renewed = renewed || busy.Renewed
 		var wait time.Duration
 		switch {
-		case busy.Recheck > 0 && !renewed && (!known || !busy.Holder.Live(time.Now())):
+		case busy.Recheck > 0 && !renewed && (!known || !busy.Holder.Live(time.Now())) && time.Now().Before(watchBy):
 			// The store watches the holder's heartbeat: ask again until
 			// it moves (the holder lives) or the TTL passes without.
 			wait = min(busy.Recheck, watchPoll)
