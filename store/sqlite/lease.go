@@ -187,7 +187,7 @@ func (s *SQLite) Claim(ctx context.Context, req store.LeaseRequest) (store.Lease
 			}
 			var owner string
 			var tok, beat int64
-			err := tx.QueryRowContext(ctx, `SELECT lease_owner, lease_token, lease_beat FROM runs WHERE id = ? AND `+claimHeld, c.id, ns).
+			err := tx.QueryRowContext(ctx, `SELECT lease_owner, lease_token, lease_beat FROM runs WHERE id = ?2 AND `+claimHeld, ns, c.id).
 				Scan(&owner, &tok, &beat)
 			if err == nil && owner == c.owner && tok == c.token && beat == c.beat {
 				id, token = c.id, tok
