@@ -11,10 +11,10 @@
 //     action. A checkpoint is durable when Checkpoint returns: with
 //     SyncNormal it survives a crash of the process, with SyncFull also a
 //     power loss; with SyncCritical (the default) a run's creation, its
-//     intents and outcomes, leases, and every checkpoint that changes its
-//     status (a pause, a stall, its end) survive a power loss, and a
-//     running run's common checkpoint a crash of the process (each synced
-//     commit makes those before it durable). A failed checkpoint writes
+//     intents and outcomes, and every checkpoint that changes its status (a
+//     pause, a stall, its end) survive a power loss, and a running run's
+//     other steps, leases and cache entries a crash of the process (each
+//     synced commit makes those before it durable). A failed checkpoint writes
 //     nothing.
 //   - Steps are append-only and contiguous from 0. The state loaded at any
 //     step (LoadStep, LoadLatest, Steps) encodes, with core.EncodeState, to
