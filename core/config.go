@@ -124,6 +124,9 @@ type Policy struct {
 	StopOnError bool `json:"stop_on_error,omitempty"`
 	// RejectUnknownArgs makes unknown arguments an error instead of dropping them.
 	RejectUnknownArgs bool `json:"reject_unknown_args,omitempty"`
+	// StrictNumbers refuses, where a schema says integer, a number written
+	// with a fraction or an exponent (5.0, 5e0); JSON Schema accepts them.
+	StrictNumbers bool `json:"strict_numbers,omitempty"`
 	// NoCorrections is true when MaxCorrections is meant to be zero.
 	NoCorrections bool `json:"no_corrections,omitempty"`
 	// ErrorPrefix is put in front of a failed call's error text in what the

@@ -30,7 +30,7 @@
 //
 //	[limits]                     # max_steps, max_calls_per_turn, max_repeats, max_corrections,
 //	max_steps = 20               # max_escalations, tool_result_bytes, max_state_bytes, max_turns
-//	[policy]                     # parallel, stop_on_error, reject_unknown_args, error_prefix,
+//	[policy]                     # parallel, stop_on_error, reject_unknown_args, strict_numbers, error_prefix,
 //	                             # on_max_turns, citations
 //	[memory]                     # tools, recall, recall_limit, namespace
 //	[run]                        # tool_timeout, run_timeout, max_tool_output, in_doubt
@@ -103,7 +103,8 @@
 //	torchrl     format = "xml"; [policy] stop_on_error = true
 //	edison      format = "strict"; [limits] max_turns = 5,
 //	            max_corrections = 1; [policy] on_max_turns = "answer",
-//	            reject_unknown_args = true, citations = "sources";
+//	            strict_numbers = true, citations = "sources";
+//	            [run] tool_timeout = "12s";
 //	            [summary] items = 3, item_chars = 200, max_bytes = 900
 //
 // # Providers

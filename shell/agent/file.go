@@ -82,6 +82,7 @@ type Policy struct {
 	Parallel          bool   `toml:"parallel"`
 	StopOnError       bool   `toml:"stop_on_error"`
 	RejectUnknownArgs bool   `toml:"reject_unknown_args"`
+	StrictNumbers     bool   `toml:"strict_numbers"`
 	NoCorrections     bool   `toml:"no_corrections"`
 	ErrorPrefix       string `toml:"error_prefix"`
 	// OnMaxTurns is fail (the default) or answer; Citations is sources,
