@@ -317,16 +317,20 @@ func TestToolErrorReachesTheModelVerbatim(t *testing.T) {
 	}{
 		{FormatNative, "", "card declined"},
 		{FormatNative, "error: ", "error: card declined"},
-		{FormatXML, "", "<tool_result name=\"search\" tag=\"c1\">\ncard declined\n</tool_result>"},
-		{FormatXML, "ERROR ", "<tool_result name=\"search\" tag=\"c1\">\nERROR card declined\n</tool_result>"},
+		{FormatXML, "", "<tool_result name=\"search\" tag=\"c1\" error=\"true\">\ncard declined\n</tool_result>"},
+		{FormatXML, "ERROR ", "<tool_result name=\"search\" tag=\"c1\" error=\"true\">\nERROR card declined\n</tool_result>"},
+		{FormatFenced, "", "```tool_result search c1 error\ncard declined\n```"},
 	} {
 		cfg := testConfig()
 		cfg.Format, cfg.Policy.ErrorPrefix = tc.format, tc.prefix
 		st := mustStart(t, cfg, "q")
 		a := mustStep(t, cfg, st)
 		reply := ModelReply{Calls: []NativeCall{{ID: "c1", Name: "search", Arguments: `{"query":"x"}`}}}
-		if tc.format == FormatXML {
+		switch tc.format {
+		case FormatXML:
 			reply = ModelReply{Text: `<tool name="search" tag="c1">{"query": "x"}</tool>`}
+		case FormatFenced:
+			reply = ModelReply{Text: RenderCall(FormatFenced, NativeCall{ID: "c1", Name: "search", Arguments: `{"query":"x"}`})}
 		}
 		st = mustResume(t, cfg, a.Next(), reply)
 		a = mustStep(t, cfg, st)
