@@ -205,7 +205,12 @@
 // one gets the table's timeout. web_search takes query and num_results
 // (default 5, at most max_results of its table), also accepted as
 // max_results; a call giving both with different values is an error
-// naming both.
+// naming both. generate_image takes prompt, width and height (64 to 4096,
+// 1024 by default), and steps and guidance_scale, sent only when given;
+// its table gives base_url (an OpenAI-compatible server, ending in /v1),
+// api_key_env (OPENAI_API_KEY by default), model (gpt-image-1) and
+// timeout. system_stats takes nothing; path, when given, is the directory
+// whose disk it measures (/ by default).
 //
 // # Views
 //

@@ -154,6 +154,8 @@ type ToolTable struct {
 	MaxResults int      `toml:"max_results"`
 	Path       string   `toml:"path"`
 	MaxRows    int      `toml:"max_rows"`
+	// Model is generate_image's image model.
+	Model string `toml:"model"`
 }
 
 // MCPServer is one [[mcp]] entry (see the MCP support).
