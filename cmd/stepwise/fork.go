@@ -39,7 +39,7 @@ new run is driven by that agent file instead of the recorded one.
 		}
 		var res core.Result
 		if *resultFile != "" {
-			data, err := e.readInput(*resultFile)
+			data, err := e.readBounded(*resultFile, "a result file", maxResultsBytes)
 			if err != nil {
 				fmt.Fprintf(e.stderr, "stepwise fork: --result: %v\n", err)
 				return exitUsage

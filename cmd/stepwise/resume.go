@@ -28,7 +28,7 @@ with exit 6 (--wait DURATION waits for it instead).
 	c.run = func(e *env, args []string) int {
 		fs := e.flags(c)
 		db := e.dbFlag(fs)
-		results := fs.String("results", "", "tool results file (JSON array), - for stdin")
+		results := fs.String("results", "", "tool results file (JSON array, at most 8 MiB), - for stdin")
 		asJSON := fs.Bool("json", false, "print one JSON object (see stepwise help run)")
 		script := fs.String("script", "", "answer the primary model from this JSONL script (relative to the current directory)")
 		agentFile := fs.String("agent", "", "continue with this agent file instead of the run's recorded agent")
@@ -40,7 +40,7 @@ with exit 6 (--wait DURATION waits for it instead).
 		}
 		var ans *shell.Answers
 		if *results != "" {
-			data, err := e.readInput(*results)
+			data, err := e.readBounded(*results, "a results file", maxResultsBytes)
 			if err != nil {
 				fmt.Fprintf(e.stderr, "stepwise resume: --results: %v\n", err)
 				return exitUsage

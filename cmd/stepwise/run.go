@@ -17,7 +17,8 @@ time, its retries with their reason and the reply as it streams (--quiet: none o
 answer goes to stdout.
 A paused run prints its pending calls (id, name, arguments) and exits 3; a run whose
 model or tools stay unavailable past their retry policy stalls and exits 7.
-Without INPUT the input is read from stdin; an empty input is refused.
+Without INPUT the input is read from stdin; an empty input is refused, and so is
+one over 4 MiB (exit 2, nothing stored). The agent file may be at most 1 MiB.
 
 ` + jsonStatusHelp}
 	c.run = func(e *env, args []string) int {
@@ -37,11 +38,15 @@ Without INPUT the input is read from stdin; an empty input is refused.
 		var input string
 		if len(pos) == 2 {
 			input = pos[1]
+			if len(input) > maxInputBytes {
+				fmt.Fprintf(e.stderr, "stepwise run: %v\n", &tooLargeError{what: "the input", size: int64(len(input)), limit: maxInputBytes})
+				return exitUsage
+			}
 		} else {
 			if isTerminal(e.stdin) {
 				fmt.Fprintln(e.stderr, "stepwise run: reading the input from stdin; end it with Ctrl-D (or pass it as an argument)")
 			}
-			b, err := e.readInput("-")
+			b, err := e.readBounded("-", "the input", maxInputBytes)
 			if err != nil {
 				fmt.Fprintf(e.stderr, "stepwise run: read input: %v\n", err)
 				return exitUsage
