@@ -10,11 +10,11 @@ import (
 // decoded or stored, so an oversized one costs at most its limit in
 // memory and writes nothing.
 const (
-	// maxInputBytes bounds a run's input (an argument or stdin): half the
-	// default state limit (core.DefaultLimits().MaxStateBytes, 8 MiB),
-	// since the first state holds the input twice (the request and the
-	// user message).
-	maxInputBytes = 4 << 20
+	// maxInputBytes bounds a run's input (an argument or stdin): a
+	// quarter of the default state limit (core.DefaultLimits().
+	// MaxStateBytes, 8 MiB), since the first state holds the input twice
+	// (the request and the user message) and the conversation needs room.
+	maxInputBytes = 2 << 20
 	// maxResultsBytes bounds a results file (resume --results, fork
 	// --result): what the default state limit could hold.
 	maxResultsBytes = 8 << 20

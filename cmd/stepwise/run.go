@@ -18,7 +18,7 @@ answer goes to stdout.
 A paused run prints its pending calls (id, name, arguments) and exits 3; a run whose
 model or tools stay unavailable past their retry policy stalls and exits 7.
 Without INPUT the input is read from stdin; an empty input is refused, and so is
-one over 4 MiB (exit 2, nothing stored). The agent file may be at most 1 MiB.
+one over 2 MiB (exit 2, nothing stored). The agent file may be at most 1 MiB.
 
 ` + jsonStatusHelp}
 	c.run = func(e *env, args []string) int {
