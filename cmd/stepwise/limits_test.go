@@ -146,6 +146,7 @@ func TestOversizedInputIsRefusedBeforeItIsStored(t *testing.T) {
 	if n > 8*mib {
 		t.Errorf("refusing a 50 MB input allocated %d bytes, want under 8 MiB", n)
 	}
+	t.Logf("a 50 MB input on stdin: %d bytes allocated", n)
 	if _, err := os.Stat(db); !os.IsNotExist(err) {
 		t.Errorf("the database was created: %v", err)
 	}
@@ -181,6 +182,7 @@ func TestOversizedResultsAreRefusedBeforeTheyAreDecoded(t *testing.T) {
 	if n > 32*mib {
 		t.Errorf("refusing 50 MB of results on stdin allocated %d bytes, want under 32 MiB", n)
 	}
+	t.Logf("50 MB of results on stdin: %d bytes allocated", n)
 	n = allocated(func() { r = inprocStdin(db, strings.NewReader(""), "fork", "some-run", "--at", "1", "--result", big) })
 	if r.code != exitUsage || !strings.Contains(r.stderr, "a result file may be at most 8388608 bytes") || n > 1*mib {
 		t.Fatalf("fork: exit %d, stderr %q, %d bytes allocated", r.code, r.stderr, n)
@@ -215,7 +217,7 @@ func bigRuns(t *testing.T, db string, n, size int) {
 
 // ls over 10 runs whose agent sources weigh 5 MB each reads none of them:
 // under 4 MiB allocated (50 MB and more before); stats holds one run at a
-// time: its peak heap stays under 32 MiB (all ten, 100 MB, before).
+// time: its peak heap stays under 48 MiB (all ten, over 100 MB, before).
 func TestListingsReadOnlyWhatTheyShow(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "s.db")
 	bigRuns(t, db, 10, 5*mib)
@@ -228,15 +230,17 @@ func TestListingsReadOnlyWhatTheyShow(t *testing.T) {
 		if n > 4*mib {
 			t.Errorf("%v over 10 runs with 5 MB agents allocated %d bytes, want under 4 MiB", args, n)
 		}
+		t.Logf("%v: %d bytes allocated", args, n)
 	}
 	var r result
 	peak := peakHeap(func() { r = inprocStdin(db, strings.NewReader(""), "stats", "--json") })
 	if r.code != 0 || !strings.Contains(r.stdout, `"runs":10`) {
 		t.Fatalf("stats: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	if peak > 32*mib {
-		t.Errorf("stats over 10 runs with 5 MB agents held %d bytes at its peak, want under 32 MiB", peak)
+	if peak > 48*mib {
+		t.Errorf("stats over 10 runs with 5 MB agents held %d bytes at its peak, want under 48 MiB", peak)
 	}
+	t.Logf("stats: %d bytes at its peak", peak)
 }
 
 // replyServer answers every chat completion with a reply of size bytes,

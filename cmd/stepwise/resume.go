@@ -19,6 +19,7 @@ With --results, answers the run: a JSON array with one entry per call,
 answering every call a paused run waits for (unknown, duplicate or missing ids are
 refused with exit 2 and nothing changes); or, for in-doubt calls, what they did
 (result or error) or {"tool_call_id": "...", "not_run": true} (so they run now).
+A results file over 8 MiB is refused (exit 2) before it is read.
 
 With --agent, the run continues with a changed agent file (a new base_url, key
 variable, timeout), recorded with the run. A run another process drives is refused

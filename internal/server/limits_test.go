@@ -83,4 +83,5 @@ func TestListingReadsNoAgentSource(t *testing.T) {
 	if n > 4*mib {
 		t.Errorf("listing 10 runs with 5 MB agents allocated %d bytes, want under 4 MiB", n)
 	}
+	t.Logf("GET /v1/runs: %d bytes allocated", n)
 }
