@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -84,4 +85,58 @@ func TestListingReadsNoAgentSource(t *testing.T) {
 		t.Errorf("listing 10 runs with 5 MB agents allocated %d bytes, want under 4 MiB", n)
 	}
 	t.Logf("GET /v1/runs: %d bytes allocated", n)
+}
+
+// lazyBody is n bytes of a JSON string's inside, made as read.
+type lazyBody struct{ left int64 }
+
+func (b *lazyBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, io.EOF
+	}
+	n := min(int64(len(p)), b.left)
+	for i := range n {
+		p[i] = 'x'
+	}
+	b.left -= n
+	return int(n), nil
+}
+
+// A 50 MB body (an input, results) is cut off at the body limit (1 MiB):
+// 413 too_large, under 8 MiB allocated by client and server together,
+// nothing stored.
+func TestOversizedBodiesAreRefusedAtTheLimit(t *testing.T) {
+	fx := newFixture(t, Config{Workers: 1})
+	var paused apiRun
+	fx.do("POST", "/v1/runs", map[string]any{"agent": "shopper", "input": "buy", "options": map[string]string{"wait": "5s"}}).json(t, &paused)
+	for _, c := range []struct{ path, head string }{
+		{"/v1/runs", `{"agent": "shopper", "input": "`},
+		{"/v1/runs/" + paused.ID + "/results", `[{"tool_call_id": "call_approve", "result": "`},
+	} {
+		var status int
+		var body []byte
+		n := allocated(func() {
+			req, _ := http.NewRequest("POST", fx.url+c.path, io.MultiReader(strings.NewReader(c.head), &lazyBody{left: 50 * mib}))
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatalf("%s: %v", c.path, err)
+			}
+			defer resp.Body.Close()
+			status = resp.StatusCode
+			body, _ = io.ReadAll(resp.Body)
+		})
+		if status != http.StatusRequestEntityTooLarge || !strings.Contains(string(body), `"too_large"`) {
+			t.Fatalf("%s: %d %s", c.path, status, body)
+		}
+		if n > 8*mib {
+			t.Errorf("%s: refusing a 50 MB body allocated %d bytes, want under 8 MiB", c.path, n)
+		}
+		t.Logf("%s: a 50 MB body: %d bytes allocated", c.path, n)
+	}
+	var list runList
+	fx.do("GET", "/v1/runs", nil).json(t, &list)
+	if len(list.Runs) != 1 || list.Runs[0].Status != "awaiting_tool_results" {
+		t.Errorf("after the refused bodies: %+v", list.Runs)
+	}
 }
