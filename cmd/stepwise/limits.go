@@ -8,13 +8,10 @@ import (
 
 // Limits on what the CLI reads whole: each is checked before the text is
 // decoded or stored, so an oversized one costs at most its limit in
-// memory and writes nothing.
+// memory and writes nothing. A run's input is bounded by the agent's
+// shell.InputLimit (2 MiB by default), an agent file by
+// agent.MaxFileBytes.
 const (
-	// maxInputBytes bounds a run's input (an argument or stdin): a
-	// quarter of the default state limit (core.DefaultLimits().
-	// MaxStateBytes, 8 MiB), since the first state holds the input twice
-	// (the request and the user message) and the conversation needs room.
-	maxInputBytes = 2 << 20
 	// maxResultsBytes bounds a results file (resume --results, fork
 	// --result): what the default state limit could hold.
 	maxResultsBytes = 8 << 20
@@ -32,7 +29,11 @@ func (e *tooLargeError) Error() string {
 	if e.size >= 0 {
 		got = fmt.Sprintf("%d bytes", e.size)
 	}
-	return fmt.Sprintf("%s may be at most %d bytes (%d MiB) and this one is %s", e.what, e.limit, e.limit>>20, got)
+	mib := ""
+	if e.limit%(1<<20) == 0 {
+		mib = fmt.Sprintf(" (%d MiB)", e.limit>>20)
+	}
+	return fmt.Sprintf("%s may be at most %d bytes%s and this one is %s", e.what, e.limit, mib, got)
 }
 
 // readBounded reads path ("-": stdin) whole, refusing it (*tooLargeError)
