@@ -242,10 +242,14 @@ var (
 
 // Start creates a run of ag on input and drives it until it completes, fails,
 // pauses for external tools, stalls, or ctx ends (then it is marked
-// interrupted). The run is created with its lease held by this runner.
+// interrupted). The run is created with its lease held by this runner. An
+// input over InputLimit is refused (ErrInputTooLarge), nothing stored.
 func (r *Runner) Start(ctx context.Context, ag *Agent, input string) (Outcome, error) {
 	ag = ag.current()
 	if err := r.check(ag); err != nil {
+		return Outcome{}, err
+	}
+	if err := checkInput(ag.Config, input); err != nil {
 		return Outcome{}, err
 	}
 	input = NewRedactor(ag.Secrets).String(input)

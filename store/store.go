@@ -100,7 +100,8 @@ type Runs interface {
 	// last step), reading only what those steps need.
 	StepsFrom(ctx context.Context, runID string, from int, fn func(StepRecord) error) error
 	// ListRuns returns the runs f selects, newest first (by creation time,
-	// then by id).
+	// then by id). Their Config and StartConfig are empty unless
+	// f.WithConfig.
 	ListRuns(ctx context.Context, f Filter) ([]RunInfo, error)
 
 	// Export writes the run as one portable file (see doc.go). The same

@@ -141,6 +141,11 @@ type Filter struct {
 	// Before, when set, selects only the runs that come after this one in
 	// the listing order (newest first): the cursor of the next page.
 	Before *Cursor
+	// WithConfig reads each run's Config and StartConfig (whole agent
+	// sources); a listing leaves them empty otherwise, so that listing runs
+	// costs what it shows, not what their agent files weigh (Run reads
+	// them for one run).
+	WithConfig bool
 }
 
 // Cursor is a position in the listing order of runs (ListRuns): the run

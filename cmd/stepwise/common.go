@@ -354,7 +354,7 @@ func (e *env) runErr(cmd string, err error) int {
 	case errors.Is(err, core.ErrUnknownCall), errors.Is(err, core.ErrDuplicateResult), errors.Is(err, core.ErrMissingResults),
 		errors.Is(err, core.ErrWrongResult), errors.Is(err, core.ErrNothingPending), errors.Is(err, shell.ErrNotPaused),
 		errors.Is(err, shell.ErrRunEnded), errors.Is(err, store.ErrNotFound), errors.Is(err, core.ErrInvalidConfig),
-		errors.Is(err, shell.ErrBadResults), errors.Is(err, agent.ErrInvalid):
+		errors.Is(err, shell.ErrBadResults), errors.Is(err, agent.ErrInvalid), errors.Is(err, shell.ErrInputTooLarge):
 		return exitUsage
 	}
 	return exitInternal

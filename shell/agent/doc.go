@@ -1,6 +1,10 @@
 // Package agent loads agent files (TOML) into a core.Config plus the live
 // parts the shell needs (model providers, tool implementations).
 //
+// An agent file holds at most MaxFileBytes (1 MiB): Load refuses a larger
+// one from its size before reading it, and Parse refuses larger text
+// (ErrTooLarge, which wraps ErrInvalid).
+//
 // An agent file:
 //
 //	preset = "edison"            # optional: see Presets

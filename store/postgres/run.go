@@ -98,11 +98,19 @@ const lastStepJoin = ` JOIN LATERAL (SELECT seq, created_ns FROM steps WHERE rk 
 // runSelect reads RunInfo columns; the last step gives LastSeq and, when it
 // is later than the run's own update, Updated.
 const runSelect = `SELECT r.id, r.agent, r.config_hash,
-	coalesce((SELECT a.config FROM agent_changes a WHERE a.rk = r.rk ORDER BY a.ord DESC LIMIT 1), r.config),
+	` + currentConfig + `,
 	r.input, r.status, r.created_ns, greatest(r.updated_ns, s.created_ns),
 	r.answer, r.fail_code, r.reason, r.parent_id, r.parent_step, s.seq,
 	r.retry_ns, r.lease_owner, r.lease_token, r.lease_expires_ns, r.config, r.cancel_reason
 	FROM runs r` + lastStepJoin
+
+// currentConfig is the column of RunInfo.Config (RunInfo.StartConfig is
+// r.config).
+const currentConfig = `coalesce((SELECT a.config FROM agent_changes a WHERE a.rk = r.rk ORDER BY a.ord DESC LIMIT 1), r.config)`
+
+// listSelect is runSelect for a listing that reads no configs
+// (store.Filter.WithConfig false): an empty blob stands for each.
+var listSelect = strings.NewReplacer(currentConfig, `''::bytea`, `r.config, r.cancel_reason`, `''::bytea, r.cancel_reason`).Replace(runSelect)
 
 func scanRun(sc interface{ Scan(...any) error }) (store.RunInfo, error) {
 	var ri store.RunInfo
@@ -173,7 +181,10 @@ func (s *Postgres) ListRuns(ctx context.Context, f store.Filter) ([]store.RunInf
 		ns, id := arg(c.Created.UnixNano()), arg(c.ID)
 		where = append(where, "(r.created_ns < "+ns+" OR (r.created_ns = "+ns+" AND r.id > "+id+"))")
 	}
-	q := runSelect
+	q := listSelect
+	if f.WithConfig {
+		q = runSelect
+	}
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}

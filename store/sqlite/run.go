@@ -96,12 +96,20 @@ func insertRun(ctx context.Context, tx dbtx, r codec.RunRow) (int64, error) {
 // not joined: SQLite runs a join on a correlated subquery several times
 // slower (BenchmarkRun), and a server reads a run on most requests.
 const runSelect = `SELECT r.id, r.agent, r.config_hash,
-	coalesce((SELECT a.config FROM agent_changes a WHERE a.rk = r.rk ORDER BY a.ord DESC LIMIT 1), r.config),
+	` + currentConfig + `,
 	r.input, r.status, r.created_ns,
 	max(r.updated_ns, (SELECT created_ns FROM steps WHERE id BETWEEN r.rk << 32 AND (r.rk << 32) + 4294967295 ORDER BY id DESC LIMIT 1)),
 	r.answer, r.fail_code, r.reason, r.parent_id, r.parent_step, ` + lastStepID + ` - (r.rk << 32),
 	r.retry_ns, r.lease_owner, r.lease_token, r.lease_expires_ns, r.config, r.cancel_reason
 	FROM runs r`
+
+// currentConfig is the column of RunInfo.Config (RunInfo.StartConfig is
+// r.config).
+const currentConfig = `coalesce((SELECT a.config FROM agent_changes a WHERE a.rk = r.rk ORDER BY a.ord DESC LIMIT 1), r.config)`
+
+// listSelect is runSelect for a listing that reads no configs
+// (store.Filter.WithConfig false): an empty blob stands for each.
+var listSelect = strings.NewReplacer(currentConfig, `x''`, `r.config, r.cancel_reason`, `x'', r.cancel_reason`).Replace(runSelect)
 
 func scanRun(sc interface{ Scan(...any) error }) (store.RunInfo, error) {
 	var ri store.RunInfo
@@ -170,7 +178,10 @@ func (s *SQLite) ListRuns(ctx context.Context, f store.Filter) ([]store.RunInfo,
 		ns := c.Created.UnixNano()
 		where, args = append(where, "(r.created_ns < ? OR (r.created_ns = ? AND r.id > ?))"), append(args, ns, ns, c.ID)
 	}
-	q := runSelect
+	q := listSelect
+	if f.WithConfig {
+		q = runSelect
+	}
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}

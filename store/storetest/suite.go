@@ -93,6 +93,7 @@ var cases = []struct {
 	{"FreeText", testFreeText},
 	{"ListRuns", testListRuns},
 	{"ListRunsCursor", testListRunsCursor},
+	{"ListRunsWithoutConfig", testListRunsWithoutConfig},
 	{"Memory", testMemory},
 	{"MemoryCreate", testMemoryCreate},
 	{"MemoryConcurrentCreate", testMemoryConcurrentCreate},
