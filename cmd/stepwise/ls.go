@@ -99,14 +99,18 @@ match than --limit, the last line says so.
 			return 0
 		}
 		w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(w, "RUN\tSTATUS\tAGENT\tSTEPS\tAGE\tDRIVEN BY")
+		fmt.Fprintln(w, "RUN\tSTATUS\tAGENT\tSTEPS\tAGE\tDRIVEN BY\tNOTE")
 		for _, r := range shown {
 			s, _ := shownStatus(r, now)
 			holder := "-"
 			if shell.Driven(r.Lease, now) {
 				holder = shell.DescribeLease(r.Lease, now)
 			}
-			fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\n", r.ID, s, r.Agent, r.LastSeq, age(now.Sub(r.Updated)), holder)
+			note := stallNote(r, now)
+			if note != "" {
+				note += ": " + oneLine(r.Reason)
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", r.ID, s, r.Agent, r.LastSeq, age(now.Sub(r.Updated)), holder, note)
 		}
 		w.Flush()
 		if more {

@@ -110,7 +110,9 @@ the next step's result.
 			fmt.Fprintf(e.stdout, "answer: %s\n", info.Answer)
 		case store.StatusFailed, store.StatusCancelled:
 			fmt.Fprintf(e.stdout, "%s (%s): %s\n", info.Status, info.FailCode, info.Reason)
-		case store.StatusStalled, store.StatusInterrupted:
+		case store.StatusStalled:
+			fmt.Fprintf(e.stdout, "%s (%s): %s\n", info.Status, stallNote(info, now), info.Reason)
+		case store.StatusInterrupted:
 			fmt.Fprintf(e.stdout, "%s: %s\n", info.Status, info.Reason)
 		}
 		return 0
