@@ -39,15 +39,30 @@ func (e *StoreOutage) Error() string {
 	if e.Lost != nil {
 		msg += "; the run's lease expired meanwhile"
 	}
-	for _, res := range e.Unwritten {
-		b, _ := json.Marshal(res)
-		msg += fmt.Sprintf("; the outcome of call %s is known but was not written: %s", res.CallID, b)
+	if len(e.Unwritten) > 0 {
+		msg += "; calls that finished but whose outcomes could not be written (a results file for resume --results): " + string(ResultsJSON(e.Unwritten))
 	}
 	return msg
 }
 
-// Unwrap matches store.ErrUnavailable and the store's error.
-func (e *StoreOutage) Unwrap() []error { return []error{store.ErrUnavailable, e.Err} }
+// ResultsJSON renders tool results as a results file (see ParseResults):
+// [{"tool_call_id", "result" | "error"}], on one line.
+func ResultsJSON(results []core.ToolResult) []byte {
+	type entry struct {
+		ID     string          `json:"tool_call_id"`
+		Result json.RawMessage `json:"result,omitempty"`
+		Error  string          `json:"error,omitempty"`
+	}
+	out := make([]entry, len(results))
+	for i, r := range results {
+		out[i] = entry{ID: r.CallID, Error: r.Error}
+		if r.Error == "" {
+			out[i].Result, _ = json.Marshal(r.Output)
+		}
+	}
+	b, _ := json.Marshal(out)
+	return b
+}
 
 // storeWrite performs a store write of a drive, fenced by h's lease,
 // retrying it by Options.StoreRetry while the store is unavailable; past
