@@ -64,6 +64,9 @@ func ResultsJSON(results []core.ToolResult) []byte {
 	return b
 }
 
+// Unwrap matches store.ErrUnavailable and the store's error.
+func (e *StoreOutage) Unwrap() []error { return []error{store.ErrUnavailable, e.Err} }
+
 // storeWrite performs a store write of a drive, fenced by h's lease,
 // retrying it by Options.StoreRetry while the store is unavailable; past
 // that (or once the lease is lost) it returns a *StoreOutage. Any other
