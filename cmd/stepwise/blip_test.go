@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net"
@@ -13,6 +14,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/stepwise-agent/stepwise/store"
+	"github.com/stepwise-agent/stepwise/store/sqlite"
 )
 
 // pgProxy is a TCP proxy in front of the test PostgreSQL server that a
@@ -238,5 +242,60 @@ func TestLongOutageStallsAndResumes(t *testing.T) {
 	show := cli(t, db, "", "show", id)
 	if strings.Contains(show.stdout, "outcome unknown") || !strings.Contains(show.stdout, "charged e1") {
 		t.Fatalf("show:\n%s", show.stdout)
+	}
+}
+
+// TestStalledRunInShowAndLs: show and ls (text and --json) give a stalled
+// run's reason, its stall count and its next try.
+func TestStalledRunInShowAndLs(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "t.db")
+	o := decodeOutcome(t, cli(t, db, "", "run", "testdata/agents/external.toml", "Buy a desk lamp", "--json"))
+	st, err := sqlite.Open(db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	l, err := st.Acquire(ctx, o.RunID, store.LeaseRequest{Owner: "test/1/x", TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	retry := time.Now().Add(90 * time.Second)
+	if err := st.SetStatus(ctx, l, store.StatusChange{Status: store.StatusStalled, Reason: "the payments model is unavailable: 503", RetryAt: retry, StallAttempts: 4}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Release(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+
+	show := cli(t, db, "", "show", o.RunID)
+	want(t, show, 0)
+	if !strings.Contains(show.stdout, "stalled (stall 4 in a row; next try in 1m") || !strings.Contains(show.stdout, "): the payments model is unavailable: 503") {
+		t.Fatalf("show:\n%s", show.stdout)
+	}
+	ls := cli(t, db, "", "ls")
+	want(t, ls, 0)
+	if !strings.Contains(ls.stdout, "NOTE") || !strings.Contains(ls.stdout, "stall 4 in a row; next try in 1m") || !strings.Contains(ls.stdout, "the payments model is unavailable: 503") {
+		t.Fatalf("ls:\n%s", ls.stdout)
+	}
+	lsj := cli(t, db, "", "ls", "--json")
+	want(t, lsj, 0)
+	var listed struct {
+		Runs []struct {
+			Status        string `json:"status"`
+			Reason        string `json:"reason"`
+			RetryAt       string `json:"retry_at"`
+			StallAttempts int    `json:"stall_attempts"`
+		} `json:"runs"`
+	}
+	if err := json.Unmarshal([]byte(lsj.stdout), &listed); err != nil || len(listed.Runs) != 1 {
+		t.Fatalf("ls --json: %v\n%s", err, lsj.stdout)
+	}
+	if r := listed.Runs[0]; r.Status != "stalled" || r.StallAttempts != 4 || r.RetryAt != retry.UTC().Format(time.RFC3339) || r.Reason != "the payments model is unavailable: 503" {
+		t.Fatalf("ls --json: %+v", r)
+	}
+	showj := cli(t, db, "", "show", o.RunID, "--json")
+	if !strings.Contains(showj.stdout, `"stall_attempts":4`) {
+		t.Fatalf("show --json:\n%s", showj.stdout)
 	}
 }
