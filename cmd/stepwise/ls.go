@@ -17,7 +17,8 @@ func init() {
 		help: `Lists runs, newest first, with status, agent, steps, age and who drives them.
 A run's steps is its last step's seq, the number stepwise show ends its timeline
 with (step 0, the start, is not counted). A run whose driver died is shown interrupted (resume it), not running. When more runs
-match than --limit, the last line says so.
+match than --limit, the last line says so. A stalled run's NOTE says how many times in a row it
+stalled, when it is tried next and why ("stall_attempts", "retry_at" and "reason" in --json).
 
 ` + jsonStatusHelp}
 	c.run = func(e *env, args []string) int {
