@@ -120,7 +120,7 @@ func (r *Runner) drive(ctx, hctx context.Context, ag *Agent, cur *cursor, h *hol
 			res, err = r.runTools(runCtx, ag, cur, a, !fresh, h)
 		case core.RequestMemorySearch, core.RequestMemoryCreate, core.RequestMemoryTraverse:
 			if err = h.ensure(); err == nil {
-				res, err = r.memory(runCtx, cur, a)
+				res, err = r.memory(runCtx, cur, h, a)
 				if res != nil {
 					res = x.Result(core.Sanitize(res))
 				}
@@ -137,6 +137,11 @@ func (r *Runner) drive(ctx, hctx context.Context, ag *Agent, cur *cursor, h *hol
 			}
 			if stall, ok := errors.AsType[*stallError](err); ok {
 				return r.stall(durable, cur, h, x, stall)
+			}
+			if store.Unavailable(err) && h.lost() == nil && runCtx.Err() == nil {
+				// A store call not retried by storeWrite (a lease renewal
+				// before acting) met the outage: the run stalls all the same.
+				return r.outage(cur, h, x, &StoreOutage{What: "a store call", Err: err})
 			}
 			if reason := h.cancelRequest(); reason != "" && ctx.Err() == nil {
 				// The call was cut short by a requested cancellation: the
@@ -314,14 +319,26 @@ func (r *Runner) callModel(ctx context.Context, ag *Agent, cur *cursor, a core.R
 	return reply, nil
 }
 
-func (r *Runner) memory(ctx context.Context, cur *cursor, a core.Action) (core.Result, error) {
+// memory performs a memory request. A read meets an unavailable store
+// with storeWrite's retries; a write that meets one is not repeated (it
+// may have been applied): the run stalls, as it does past the retries.
+// Any other failure is data the model sees.
+func (r *Runner) memory(ctx context.Context, cur *cursor, h *holding, a core.Action) (core.Result, error) {
 	start := time.Now()
 	var res core.Result
 	switch a := a.(type) {
 	case core.RequestMemorySearch:
-		hits, err := r.store.MemorySearch(ctx, a.Namespace, a.Query, a.Limit)
+		var hits []core.MemoryHit
+		err := r.storeWrite(h, cur, "memory search", func(context.Context) error {
+			var err error
+			hits, err = r.store.MemorySearch(ctx, a.Namespace, a.Query, a.Limit)
+			return err
+		})
 		if err != nil && ctx.Err() != nil {
 			return nil, ctx.Err()
+		}
+		if store.Unavailable(err) {
+			return nil, err
 		}
 		res = core.MemoryHits{Hits: hits, Error: errText(err)}
 	case core.RequestMemoryCreate:
@@ -329,14 +346,25 @@ func (r *Runner) memory(ctx context.Context, cur *cursor, a core.Action) (core.R
 		if err != nil && ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
+		if store.Unavailable(err) {
+			return nil, &StoreOutage{What: "memory create", Err: err}
+		}
 		if err != nil {
 			created = core.MemoryCreated{Error: err.Error()}
 		}
 		res = created
 	case core.RequestMemoryTraverse:
-		tr, err := r.store.MemoryTraverse(ctx, a.Namespace, a.From, a.Relation, a.Depth)
+		var tr core.MemoryTraversed
+		err := r.storeWrite(h, cur, "memory traverse", func(context.Context) error {
+			var err error
+			tr, err = r.store.MemoryTraverse(ctx, a.Namespace, a.From, a.Relation, a.Depth)
+			return err
+		})
 		if err != nil && ctx.Err() != nil {
 			return nil, ctx.Err()
+		}
+		if store.Unavailable(err) {
+			return nil, err
 		}
 		if err != nil {
 			tr = core.MemoryTraversed{Error: err.Error()}
