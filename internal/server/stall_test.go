@@ -55,3 +55,23 @@ func TestStalledRunShowsAttemptsReasonAndRetry(t *testing.T) {
 		}
 	}
 }
+
+// stallRun marks the run stalled for the third time in a row, its next try
+// an hour away (so no worker claims it), as a store outage would leave it.
+func stallRun(t *testing.T, f *fixture, id string) string {
+	t.Helper()
+	ctx := context.Background()
+	st := f.srv.cfg.Store
+	l, err := st.Acquire(ctx, id, store.LeaseRequest{Owner: "test/1/x", TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SetStatus(ctx, l, store.StatusChange{Status: store.StatusStalled, Reason: "the store is unavailable: checkpoint step 3 failed for 30s",
+		RetryAt: time.Now().Add(time.Hour), StallAttempts: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Release(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
