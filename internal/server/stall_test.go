@@ -49,7 +49,7 @@ func TestStalledRunShowsAttemptsReasonAndRetry(t *testing.T) {
 	// The inspector shows a stalled run as stalled, with its count and
 	// next try, never as live.
 	js := f.do("GET", "/ui/run.js", nil)
-	for _, s := range []string{"r.status === 'stalled'", "setLive('stalled')", "stall_attempts", "next try"} {
+	for _, s := range []string{"r.status === 'stalled'", "setLive('stalled', stalledLabel)", "stall_attempts", "next try"} {
 		if !strings.Contains(string(js.body), s) {
 			t.Errorf("run.js lacks %q", s)
 		}

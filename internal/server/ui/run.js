@@ -45,10 +45,13 @@ export function runView(root, id) {
     notice.classList.toggle('error', Boolean(error));
   }
 
-  function setLive(state) {
-    live.textContent = state;
+  function setLive(state, label) {
+    live.textContent = label || state;
     live.dataset.state = state;
   }
+
+  // A stalled run is not live: it waits for its next try.
+  const stalledLabel = 'not live: waiting for its next try';
 
   // newer reports whether r is at least as recent as the run shown (an
   // answer that overtook another must not undo it).
@@ -62,8 +65,7 @@ export function runView(root, id) {
     if (closed || !newer(r)) return;
     run = r;
     badge.replaceChildren(statusBadge(r.status));
-    // A stalled run is not live: it waits for its next try.
-    if (r.status === 'stalled') setLive('stalled');
+    if (r.status === 'stalled') setLive('stalled', stalledLabel);
     else if (live.dataset.state === 'stalled') setLive(es ? 'live' : 'connecting…');
     fill(facts, factsOf(r));
     const key = r.status === 'awaiting_tool_results' ? r.pending_tool_calls.map((c) => c.id).join(',') : '';
@@ -125,7 +127,8 @@ export function runView(root, id) {
     setLive('connecting…');
     src.addEventListener('open', () => {
       retry = 1000;
-      setLive(run && run.status === 'stalled' ? 'stalled' : 'live');
+      if (run && run.status === 'stalled') setLive('stalled', stalledLabel);
+      else setLive('live');
     });
     src.addEventListener('step', (e) => addStep(JSON.parse(e.data)));
     // A run event carries the run as GET shows it.

@@ -210,12 +210,12 @@ try {
 
   await step('a stalled run shows as stalled, with its reason, count and next try, not live', async () => {
     await page.goto(`${base}/#/runs/${runStalled}`);
-    await page.locator('#live', { hasText: 'stalled' }).waitFor();
+    await page.locator('#live[data-state="stalled"]', { hasText: 'waiting for its next try' }).waitFor();
     const box = await text('.stall-box');
     check(box.includes('Stalled (3 times in a row)') && box.includes('next try') && box.includes('the store is unavailable'), `the stall box says ${box}`);
     check((await text('#run-status')) === 'stalled', `the badge says ${await text('#run-status')}`);
     await page.waitForTimeout(300); // the event stream opens: it must not say live
-    check((await text('#live')) === 'stalled', `the live marker says ${await text('#live')}`);
+    check((await text('#live')) === 'not live: waiting for its next try', `the live marker says ${await text('#live')}`);
     await shot('stalled');
   });
 
