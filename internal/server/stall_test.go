@@ -2,11 +2,15 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/stepwise-agent/stepwise/internal/modeltest"
 	"github.com/stepwise-agent/stepwise/store"
 )
 
@@ -74,4 +78,55 @@ func stallRun(t *testing.T, f *fixture, id string) string {
 		t.Fatal(err)
 	}
 	return id
+}
+
+// TestServeBacksOffAStalledRun: a run whose model stays down stalls, and
+// the server does not retry it at once (the fixed ~7.5 s cycle of issue
+// 24): its next try is ~5 s away, nothing calls the model before it, and
+// the second stall waits ~10 s, its count kept with the run.
+func TestServeBacksOffAStalledRun(t *testing.T) {
+	model := modeltest.New(t, modeltest.Reply{Status: http.StatusServiceUnavailable, Body: `{"error":{"message":"overloaded"}}`})
+	dir := agentsDir(t)
+	agent := fmt.Sprintf("name = \"down\"\n[models.primary]\nprovider = \"openai\"\nmodel = \"m\"\nbase_url = \"%s/v1\"\nretry = { attempts = 1 }\n", model.URL)
+	if err := os.WriteFile(filepath.Join(dir, "down.toml"), []byte(agent), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, Config{Workers: 2, AgentsDir: dir})
+	r := f.do("POST", "/v1/runs", map[string]any{"agent": "down", "input": "hi"})
+	want(t, r, http.StatusCreated)
+	var run apiRun
+	r.json(t, &run)
+	within := func(got apiRun, n int, nominal time.Duration) {
+		t.Helper()
+		retry, err := time.Parse(time.RFC3339Nano, got.RetryAt)
+		if err != nil {
+			t.Fatalf("retry_at %q: %v", got.RetryAt, err)
+		}
+		updated, _ := time.Parse(time.RFC3339Nano, got.Updated)
+		wait := retry.Sub(updated)
+		if got.StallAttempts != n || wait < time.Duration(float64(nominal)*0.8)-100*time.Millisecond || wait > time.Duration(float64(nominal)*1.2)+100*time.Millisecond ||
+			!strings.Contains(got.Reason, "unavailable") {
+			t.Fatalf("stall %d: %d attempts, next try %s after it (want %s ±20%%), reason %q", n, got.StallAttempts, wait, nominal, got.Reason)
+		}
+	}
+	first := f.waitFor(run.ID, "stalled")
+	within(first, 1, 5*time.Second)
+	calls := len(model.Requests())
+	time.Sleep(3 * time.Second)
+	if now := len(model.Requests()); now != calls {
+		t.Fatalf("the model was called %d more times within 3 s of the stall", now-calls)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		var got apiRun
+		f.do("GET", "/v1/runs/"+run.ID, nil).json(t, &got)
+		if got.Status == "stalled" && got.StallAttempts == 2 {
+			within(got, 2, 10*time.Second)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no second stall: %+v", got)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
