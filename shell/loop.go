@@ -233,7 +233,7 @@ func (r *Runner) markStalled(ctx context.Context, cur *cursor, h *holding, x Red
 // stall was not recorded).
 func (r *Runner) outage(cur *cursor, h *holding, x Redactor, o *StoreOutage) (Outcome, error) {
 	if o.Lost == nil {
-		out, err := r.markStalled(h.durable, cur, h, x, &stallError{reason: o.Error()})
+		out, err := r.markStalled(h.durable, cur, h, x, &stallError{reason: o.summary()})
 		if err == nil {
 			return out, nil
 		}

@@ -35,12 +35,22 @@ type StoreOutage struct {
 }
 
 func (e *StoreOutage) Error() string {
+	msg := e.summary()
+	if len(e.Unwritten) > 0 {
+		msg += "; calls that finished but whose outcomes could not be written (a results file for resume --results): " + string(ResultsJSON(e.Unwritten))
+	}
+	return msg
+}
+
+// summary is the error without the unwritten outcomes' contents (a stall
+// reason stays short): it counts them.
+func (e *StoreOutage) summary() string {
 	msg := fmt.Sprintf("the store is unavailable: %s failed for %s: %v", e.What, e.For.Round(time.Millisecond), e.Err)
 	if e.Lost != nil {
 		msg += "; the run's lease expired meanwhile"
 	}
-	if len(e.Unwritten) > 0 {
-		msg += "; calls that finished but whose outcomes could not be written (a results file for resume --results): " + string(ResultsJSON(e.Unwritten))
+	if n := len(e.Unwritten); n > 0 {
+		msg += fmt.Sprintf("; %d finished call(s) kept their outcome in the process, to write when the store answers", n)
 	}
 	return msg
 }
