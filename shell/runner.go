@@ -80,6 +80,16 @@ type Options struct {
 	// and Requeue) wait for a run that another live driver holds; 0
 	// refuses at once with ErrBusy.
 	Wait time.Duration
+	// StoreRetry is how a drive retries a store write that failed because
+	// the store is unavailable (store.Unavailable: a lost connection, a
+	// restart, a full disk, SQLite busy); zero fields take
+	// DefaultStoreRetry's. Past it the run stalls. The lease bounds it too:
+	// a store unreachable for the lease's lifetime ends the drive.
+	StoreRetry RetryPolicy
+	// StallBackoff is how long a stalled run waits before it is retried,
+	// by its stall count in a row (store.RunInfo.StallAttempts); zero
+	// fields take DefaultStallBackoff's.
+	StallBackoff RetryPolicy
 }
 
 // Observer receives progress events; it must not block for long.
@@ -170,6 +180,9 @@ type Runner struct {
 	states stateCache
 	// pool is the runner's worker-pool operations (see Pool).
 	pool Pool
+	// unwritten holds outcomes of calls this process knows but could not
+	// write while the store was unavailable (see unwrittenOutcomes).
+	unwritten unwrittenOutcomes
 }
 
 // NewRunner returns a runner that checkpoints to st.
@@ -194,6 +207,8 @@ func NewRunner(st Store, opts *Options) *Runner {
 	if r.opts.LeaseTTL <= 0 {
 		r.opts.LeaseTTL = DefaultLeaseTTL
 	}
+	r.opts.StoreRetry = r.opts.StoreRetry.WithDefaults(DefaultStoreRetry)
+	r.opts.StallBackoff = r.opts.StallBackoff.WithDefaults(DefaultStallBackoff)
 	return r
 }
 
@@ -213,6 +228,8 @@ type Outcome struct {
 	Reason string
 	// RetryAt is when a stalled run may be tried again (zero: at once).
 	RetryAt time.Time
+	// StallAttempts is, for a stalled run, its stall count in a row.
+	StallAttempts int
 	// InDoubt lists the non-idempotent calls this drive found in flight
 	// from an earlier one (an intent without an outcome), and what became
 	// of them.
@@ -427,6 +444,9 @@ type cursor struct {
 	handOff bool
 	// stop, once closed, sets handOff (see Drive).
 	stop <-chan struct{}
+	// stallAttempts is the run's stall count in a row, as loaded (see
+	// store.RunInfo.StallAttempts); 0 once the run made progress.
+	stallAttempts int
 	// cache holds the run's results of cacheable tools (see runCache),
 	// once read.
 	cache   runCache
@@ -461,11 +481,11 @@ func (r *Runner) load(ctx context.Context, h *holding, ag *Agent, runID string) 
 	}
 	switch info.Status {
 	case store.StatusInterrupted, store.StatusStalled:
-		if err := r.store.SetStatus(ctx, h.lease(), store.StatusChange{Status: store.StatusRunning}); err != nil {
+		if err := r.store.SetStatus(ctx, h.lease(), store.StatusChange{Status: store.StatusRunning, StallAttempts: info.StallAttempts}); err != nil {
 			return nil, fmt.Errorf("run %s: mark running: %w", runID, err)
 		}
 	}
-	return &cursor{id: runID, seq: rec.Seq, st: rec.State}, nil
+	return &cursor{id: runID, seq: rec.Seq, st: rec.State, stallAttempts: info.StallAttempts}, nil
 }
 
 // newRunID makes a run id: its creation time (so ids sort by it), then 128

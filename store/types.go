@@ -115,6 +115,12 @@ type RunInfo struct {
 	Lease Lease
 	// RetryAt is, for a stalled run, when the next attempt may start.
 	RetryAt time.Time
+	// StallAttempts counts the run's stalls in a row: set with each stall
+	// (StatusChange.StallAttempts), kept while the run is retried, reset
+	// to 0 when the run makes progress (a checkpoint that changes its
+	// status, or SetStatus running with 0). The shell's stall backoff
+	// grows with it.
+	StallAttempts int
 	// CancelReason, when not empty, is a cancellation someone requested
 	// (Runs.RequestCancel) for the run's driver to act on at its next step.
 	CancelReason string
@@ -166,6 +172,12 @@ type StatusChange struct {
 	// RetryAt is, for a stalled run, when the next attempt may start
 	// (zero: at once).
 	RetryAt time.Time
+	// StallAttempts is the run's stall count to record (RunInfo.StallAttempts).
+	// For StatusStalled it is this stall's number in a row, 0 meaning one
+	// more than the count stored; for StatusRunning and
+	// StatusAwaitingToolResults it is the count to keep (0 resets it: the
+	// run made progress); StatusInterrupted keeps the stored count.
+	StallAttempts int
 }
 
 // Checkpoint is one step to append to a run.

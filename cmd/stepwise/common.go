@@ -348,6 +348,12 @@ func resolutionText(r string) string {
 
 func (e *env) runErr(cmd string, err error) int {
 	fmt.Fprintf(e.stderr, "stepwise %s: %v\n", cmd, err)
+	if store.Unavailable(err) {
+		// A blip outlasted the retries, and the run could not even be
+		// marked stalled: it stalled all the same (exit 7), not failed.
+		fmt.Fprintf(e.stderr, "the store is unavailable, so the run stalled (not failed): its last checkpoint stands; once the store answers again, continue it with stepwise resume RUN_ID\n")
+		return exitStalled
+	}
 	switch {
 	case errors.Is(err, shell.ErrBusy), errors.Is(err, shell.ErrLeaseLost), errors.Is(err, shell.ErrAlreadyAnswered):
 		return exitBusy

@@ -101,7 +101,7 @@ const runSelect = `SELECT r.id, r.agent, r.config_hash,
 	` + currentConfig + `,
 	r.input, r.status, r.created_ns, greatest(r.updated_ns, s.created_ns),
 	r.answer, r.fail_code, r.reason, r.parent_id, r.parent_step, s.seq,
-	r.retry_ns, r.lease_owner, r.lease_token, r.lease_expires_ns, r.config, r.cancel_reason
+	r.retry_ns, r.lease_owner, r.lease_token, r.lease_expires_ns, r.config, r.cancel_reason, r.stall_attempts
 	FROM runs r` + lastStepJoin
 
 // currentConfig is the column of RunInfo.Config (RunInfo.StartConfig is
@@ -116,10 +116,10 @@ func scanRun(sc interface{ Scan(...any) error }) (store.RunInfo, error) {
 	var ri store.RunInfo
 	var status, failCode string
 	var input, answer, reason, cancel []byte
-	var created, updated, retry, expires, parentStep, lastSeq int64
+	var created, updated, retry, expires, parentStep, lastSeq, stalls int64
 	err := sc.Scan(&ri.ID, &ri.Agent, &ri.ConfigHash, &ri.Config, &input, &status, &created, &updated,
 		&answer, &failCode, &reason, &ri.ParentID, &parentStep, &lastSeq,
-		&retry, &ri.Lease.Owner, &ri.Lease.Token, &expires, &ri.StartConfig, &cancel)
+		&retry, &ri.Lease.Owner, &ri.Lease.Token, &expires, &ri.StartConfig, &cancel, &stalls)
 	if err != nil {
 		return store.RunInfo{}, err
 	}
@@ -127,7 +127,7 @@ func scanRun(sc interface{ Scan(...any) error }) (store.RunInfo, error) {
 	ri.Input, ri.Answer, ri.Reason, ri.CancelReason = string(input), string(answer), string(reason), string(cancel)
 	ri.Status, ri.FailCode = store.Status(status), core.FailCode(failCode)
 	ri.Created, ri.Updated = fromNs(created), fromNs(updated)
-	ri.ParentStep, ri.LastSeq = int(parentStep), int(lastSeq)
+	ri.ParentStep, ri.LastSeq, ri.StallAttempts = int(parentStep), int(lastSeq), int(stalls)
 	ri.Steps = ri.LastSeq + 1
 	ri.Lease.RunID = ri.ID
 	if ri.Lease.Owner != "" {
@@ -228,9 +228,11 @@ func (s *Postgres) SetStatus(ctx context.Context, l store.Lease, ch store.Status
 	if l.Owner == "" {
 		return fmt.Errorf("%s: %w", what, explainFence(ctx, s.pool, l, false))
 	}
-	ct, err := s.pool.Exec(ctx, `UPDATE runs SET status = $1, reason = $2, updated_ns = $3, retry_ns = $4
+	ct, err := s.pool.Exec(ctx, `UPDATE runs SET status = $1, reason = $2, updated_ns = $3, retry_ns = $4,
+		stall_attempts = CASE $1 WHEN 'stalled' THEN (CASE WHEN $8 > 0 THEN $8 ELSE stall_attempts + 1 END)
+			WHEN 'interrupted' THEN stall_attempts ELSE greatest($8, 0) END
 		WHERE id = $5 AND lease_owner = $6 AND lease_token = $7 AND status NOT IN ('completed', 'failed', 'cancelled')`,
-		string(ch.Status), []byte(ch.Reason), s.now().UnixNano(), retry, runID, l.Owner, l.Token)
+		string(ch.Status), []byte(ch.Reason), s.now().UnixNano(), retry, runID, l.Owner, l.Token, int64(ch.StallAttempts))
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}

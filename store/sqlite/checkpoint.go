@@ -133,7 +133,7 @@ func (s *SQLite) appendStep(ctx context.Context, tx *wtx, l store.Lease, cp stor
 		case core.Fail:
 			code, reason = a.Code, a.Reason
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, updated_ns = ?, answer = ?, fail_code = ?, reason = ?, retry_ns = 0 WHERE rk = ?`,
+		if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, updated_ns = ?, answer = ?, fail_code = ?, reason = ?, retry_ns = 0, stall_attempts = 0 WHERE rk = ?`,
 			string(status), row.Created, answer, string(code), reason, t.RK); err != nil {
 			return after, nil, fmt.Errorf("update run: %w", err)
 		}

@@ -78,6 +78,7 @@ var cases = []struct {
 	{"RoundTripSegments", testRoundTripSegments},
 	{"StepsFrom", testStepsFrom},
 	{"StatusTransitions", testStatusTransitions},
+	{"StallAttempts", testStallAttempts},
 	{"StalledAndAgentChanges", testStalledAndAgentChanges},
 	{"Leases", testLeases},
 	{"Fencing", testFencing},
