@@ -239,6 +239,10 @@ func (r *Runner) callTool(ctx context.Context, ag *Agent, cur *cursor, c core.To
 	if t == nil {
 		return core.ToolResult{CallID: c.ID, Error: fmt.Sprintf("tool %q is not available in this shell", c.Name)}
 	}
+	// A rate's wait comes before the call's timeout starts.
+	if err := r.waitForRate(ctx, ag, cur, c.Name, c.ID, ag.ToolSettings[c.Name].Rate); err != nil {
+		return core.ToolResult{CallID: c.ID, Error: fmt.Sprintf("interrupted while it waited for its rate (%v)", err)}
+	}
 	timeout := r.opts.ToolTimeout
 	if d, ok := ag.ToolTimeouts[c.Name]; ok && d > 0 {
 		timeout = d

@@ -263,6 +263,16 @@
 // tool that is not idempotent cannot be cached, nor can an external one,
 // nor write_file (a cached call would not write; so not the files group).
 //
+// # Rates
+//
+// rate = "30/min" (N/s, N/min or N/h) in a tool table bounds how often its
+// tools run: at most N calls in any such window, counted across every run
+// of the agent in this process (an API's quota is the process's). A call
+// past it waits for its slot instead of failing; the wait shows in the
+// CLI's progress ("rate") and changes nothing stored, so a replay neither
+// waits nor differs. The wait comes before the call's timeout starts. An
+// external tool takes no rate (the caller runs it).
+//
 // # Result summaries
 //
 // [summary] (every tool) and a tool table's summary key (that table's

@@ -143,6 +143,9 @@ type ToolTable struct {
 	// Cache is "run" (results reused within a run) or a duration (reused
 	// across runs of the agent for that long), for idempotent tools.
 	Cache string `toml:"cache"`
+	// Rate is "N/s", "N/min" or "N/h": at most N calls of the table's
+	// tools in that window, across this process's runs (shell.Rate).
+	Rate string `toml:"rate"`
 	// Built-in options.
 	Languages  []string `toml:"languages"`
 	Root       string   `toml:"root"`
