@@ -85,7 +85,7 @@ func (s *Spec) settings(t ToolTable, specs []core.Tool, external bool) error {
 // (shell.CachePolicy.Version): a digest of its canonical JSON without the
 // cache key itself, so that changing how long results are kept keeps them.
 func tableDigest(t ToolTable) string {
-	t.Cache, t.Rate = "", "" // neither changes what the tool returns
+	t.Cache, t.Rate = "", ""  // neither changes what the tool returns
 	b, err := json.Marshal(t) // struct fields in order, map keys sorted
 	if err != nil {
 		// A value JSON cannot hold (a NaN in parameters): its text holds
