@@ -88,6 +88,10 @@ type Tool struct {
 	// Summary, when set, replaces Config.Summary for this tool's results. It
 	// is not part of what a model call is sent, so actions do not encode it.
 	Summary *Summary `json:"summary,omitempty" cbor:"-"`
+	// SummaryLabel is the form the tool declares for its summarized
+	// results ("Web search results"): used when the summary in effect has
+	// no Label of its own (see Summary.Label). Not encoded in actions.
+	SummaryLabel string `json:"summary_label,omitempty" cbor:"-"`
 }
 
 // Memory enables the memory built-ins.

@@ -378,6 +378,7 @@ var fastFields = map[reflect.Type][]string{
 		"Parameters json.RawMessage `parameters,omitempty`", "Mode core.ToolMode `mode,omitempty`",
 		"Idempotent bool `idempotent,omitempty`", "MaxResultBytes int `max_result_bytes,omitempty`",
 		"Summary *core.Summary `-`", // not part of what a model call is sent
+		"SummaryLabel string `-`",   // nor this
 	},
 	reflect.TypeFor[RequestToolCalls](): {
 		"Calls []core.ToolCall `1,keyasint`", "Parallel bool `2,keyasint,omitempty`",

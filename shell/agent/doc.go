@@ -281,7 +281,11 @@
 // among its members): items is how many items it reads, from the first (0:
 // all), item_chars cuts each item to that many characters (0: not cut),
 // and max_bytes caps the whole text, hard (0: the tool's byte cap,
-// max_result_bytes or [limits] tool_result_bytes). A result that is not
+// max_result_bytes or [limits] tool_result_bytes). label = "Web search
+// results" writes a list on one line, "Web search results: a | b | c", an
+// object item as its members' values joined by " - " (the strict JSON
+// loop's form); a tool may declare its own label (web_search does), which
+// applies when its summary names none. A result that is not
 // list-like JSON is cut to max_bytes. With the strict format the model
 // reads each summarized result as "Tool N [name]: summary". Left out (or
 // all zero), results are only cut to their byte cap, as before. The run's

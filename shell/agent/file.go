@@ -35,9 +35,10 @@ type File struct {
 
 // Summary mirrors core.Summary: [summary], or a tool table's summary key.
 type Summary struct {
-	Items     int `toml:"items"`
-	ItemChars int `toml:"item_chars"`
-	MaxBytes  int `toml:"max_bytes"`
+	Items     int    `toml:"items"`
+	ItemChars int    `toml:"item_chars"`
+	MaxBytes  int    `toml:"max_bytes"`
+	Label     string `toml:"label"`
 }
 
 // Model configures one model role: the keys the providers read
