@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
@@ -10,7 +11,11 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/stepwise-agent/stepwise/shell"
 )
 
 // TestSystemStats: the host's CPU, memory and disk as key=value
@@ -106,5 +111,39 @@ func TestGenerateImage(t *testing.T) {
 	}
 	if spec := tool.Spec(); spec.Idempotent {
 		t.Fatal("generate_image is declared idempotent: a retry would generate (and pay for) another image")
+	}
+}
+
+// TestCommandStreamsLines: a command tool's stdout reaches the runner's
+// progress line by line as it is written (numbered, long lines cut, blank
+// ones left out), while the stored result is the whole output.
+func TestCommandStreamsLines(t *testing.T) {
+	tool, err := Command(CommandSpec{Name: "chatty", Argv: []string{"sh", "-c", "echo one; sleep 0.2; printf 'two\\n\\n'; printf '%0400d\\n' 0; printf 'no newline'"},
+		Parameters: json.RawMessage(`{"type": "object"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var lines []shell.ToolProgress
+	var firstAt time.Duration
+	start := time.Now()
+	rc := shell.RunContext{Progress: func(p shell.ToolProgress) {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(lines) == 0 {
+			firstAt = time.Since(start)
+		}
+		lines = append(lines, p)
+	}}
+	res := tool.Run(context.Background(), validCall(t, tool, `{}`), rc)
+	if res.Failed() || !strings.HasPrefix(res.Output, "one\ntwo\n\n0000") || !strings.HasSuffix(res.Output, "no newline") {
+		t.Fatalf("stored result %+v", res)
+	}
+	if len(lines) != 4 || lines[0].Message != "one" || lines[1].Message != "two" || len(lines[2].Message) != maxLiveLine || lines[3].Message != "no newline" ||
+		lines[3].Progress != 4 {
+		t.Fatalf("streamed %+v", lines)
+	}
+	if total := time.Since(start); firstAt > total-150*time.Millisecond {
+		t.Fatalf("the first line came at %s of %s: not as it was written", firstAt, total)
 	}
 }
