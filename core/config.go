@@ -207,6 +207,9 @@ func (c Config) check(out *compiledAgent) error {
 	if c.Models.Primary == "" {
 		errs = append(errs, "models.primary is empty")
 	}
+	if c.namespace() == AllNamespaces {
+		errs = append(errs, fmt.Sprintf("memory namespace %q stands for every namespace; name another", AllNamespaces))
+	}
 	var known bool
 	if out.spec, known = out.formats.Lookup(out.format); !known {
 		errs = append(errs, unknownFormatText(c.Format, out.formats))

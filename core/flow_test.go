@@ -345,3 +345,24 @@ func TestToolErrorReachesTheModelVerbatim(t *testing.T) {
 		}
 	}
 }
+
+// TestMemorySearchGlobal: memory_search with global: true searches every
+// namespace (AllNamespaces); without, the agent's; a config whose own
+// namespace is "*" is refused.
+func TestMemorySearchGlobal(t *testing.T) {
+	cfg := testConfig()
+	cfg.Memory.Tools = true
+	for _, tc := range []struct{ args, ns string }{{`{"query": "lamp", "global": true}`, AllNamespaces}, {`{"query": "lamp"}`, cfg.Name}} {
+		st := mustStart(t, cfg, "q")
+		a := mustStep(t, cfg, st)
+		st = mustResume(t, cfg, a.Next(), ModelReply{Calls: []NativeCall{{ID: "m1", Name: ToolMemorySearch, Arguments: tc.args}}})
+		got, ok := mustStep(t, cfg, st).(RequestMemorySearch)
+		if !ok || got.Namespace != tc.ns || got.Query != "lamp" {
+			t.Fatalf("%s: %#v", tc.args, got)
+		}
+	}
+	cfg.Memory.Namespace = AllNamespaces
+	if err := cfg.Validate(); !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("namespace *: %v", err)
+	}
+}

@@ -117,7 +117,7 @@ func TestPromptToolDocsMemoryTools(t *testing.T) {
 	cfg.Memory.Tools = true
 	got := ToolDocs(cfg)
 	for _, want := range []string{
-		"memory_search(query: str, limit: int = 5) -> str",
+		"memory_search(query: str, limit: int = 5, global: bool = ...) -> str",
 		`memory_create(entities: list[{"name": str, "type": NotRequired[str], "observations": NotRequired[list[str]]}] = ..., relations: list[{"from": str, "to": str, "type": str}] = ...) -> str`,
 		"memory_traverse(from: str, relation: str = ..., depth: int = 1) -> str",
 	} {

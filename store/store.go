@@ -119,6 +119,8 @@ type Memory interface {
 	// MemorySearch is a full-text search of the namespace's entities, best
 	// first: a free-text query whose words are searched for (quotes,
 	// operators and wildcards are never syntax).
+	// ns core.AllNamespaces ("*") searches every namespace (memory_search
+	// with global: true).
 	MemorySearch(ctx context.Context, ns, query string, limit int) ([]core.MemoryHit, error)
 	// MemoryCreate upserts entities (new observations appended) and
 	// relations; a relation to an entity not stored yet creates it bare.
