@@ -4,93 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
-	"net"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/stepwise-agent/stepwise/internal/pgtest"
 	"github.com/stepwise-agent/stepwise/store"
 	"github.com/stepwise-agent/stepwise/store/sqlite"
 )
-
-// pgProxy is a TCP proxy in front of the test PostgreSQL server that a
-// test cuts (down: every connection closed, new ones refused) and restores
-// (up), as a database restart or a network blip does.
-type pgProxy struct {
-	target string
-	ln     net.Listener
-	mu     sync.Mutex
-	conns  []net.Conn
-	off    bool
-}
-
-func newPGProxy(t *testing.T, target string) *pgProxy {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &pgProxy{target: target, ln: ln}
-	go p.serve()
-	t.Cleanup(func() { ln.Close(); p.down() })
-	return p
-}
-
-func (p *pgProxy) serve() {
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		p.mu.Lock()
-		d, err := net.Dial("tcp", p.target)
-		if p.off || err != nil {
-			p.mu.Unlock()
-			c.Close()
-			if d != nil {
-				d.Close()
-			}
-			continue
-		}
-		p.conns = append(p.conns, c, d)
-		p.mu.Unlock()
-		go func() { io.Copy(d, c); d.Close() }()
-		go func() { io.Copy(c, d); c.Close() }()
-	}
-}
-
-func (p *pgProxy) down() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.off = true
-	for _, c := range p.conns {
-		c.Close()
-	}
-	p.conns = nil
-}
-
-func (p *pgProxy) up() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.off = false
-}
-
-// proxiedPG returns a fresh schema's URL that goes through a proxy.
-func proxiedPG(t *testing.T) (string, *pgProxy) {
-	db := pgDB(t)
-	u, err := url.Parse(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := newPGProxy(t, u.Host)
-	u.Host = p.ln.Addr().String()
-	return u.String(), p
-}
 
 // blipAgent writes an agent whose scripted model calls a non-idempotent
 // tool once, then answers; the tool marks that it started, takes half a
@@ -115,7 +39,7 @@ parameters = '{"type": "object", "properties": {"x": {"type": "string"}}, "requi
 
 // runBlipped runs the agent through the proxy and cuts the proxy as soon
 // as the tool starts, for cut (0: until the process exits).
-func runBlipped(t *testing.T, db string, p *pgProxy, dir string, cut time.Duration) result {
+func runBlipped(t *testing.T, db string, p *pgtest.Proxy, dir string, cut time.Duration) result {
 	cmd := exec.Command(binary, "run", blipAgent(t, dir), "charge it", "--json")
 	cmd.Dir = "../.."
 	cmd.Env = append(os.Environ(), "STEPWISE_DB="+db, "BLIP_DIR="+dir, "NO_COLOR=1")
@@ -142,10 +66,10 @@ wait:
 			}
 		}
 	}
-	p.down()
+	p.Down()
 	if cut > 0 {
 		time.Sleep(cut)
-		p.up()
+		p.Up()
 		err = <-exited
 	} else {
 		select {
@@ -154,7 +78,7 @@ wait:
 			cmd.Process.Kill()
 			t.Fatal("the run did not give up on an unreachable store within 2 minutes")
 		}
-		p.up()
+		p.Up()
 	}
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
@@ -178,7 +102,7 @@ func effects(t *testing.T, dir string) int {
 // rides it out and completes (exit 0), the effect happened once, and the
 // model never saw "outcome unknown".
 func TestBlipDuringToolCallStallsNotFails(t *testing.T) {
-	db, p := proxiedPG(t)
+	db, p := pgtest.Proxied(t)
 	dir := t.TempDir()
 	r := runBlipped(t, db, p, dir, 2*time.Second)
 	want(t, r, exitCompleted)
@@ -202,7 +126,7 @@ func TestBlipDuringToolCallStallsNotFails(t *testing.T) {
 // once the database is back, resume with that outcome completes the run
 // with no second effect and no "outcome unknown".
 func TestLongOutageStallsAndResumes(t *testing.T) {
-	db, p := proxiedPG(t)
+	db, p := pgtest.Proxied(t)
 	dir := t.TempDir()
 	r := runBlipped(t, db, p, dir, 0)
 	want(t, r, exitStalled)
