@@ -151,3 +151,63 @@ func cancelDuring(t *testing.T, st store.Store, db, dir, during string, i int) {
 		t.Fatalf("%s #%d: the run: %+v %v", during, i, info, err)
 	}
 }
+
+// TestCancelAcrossServeProcesses: a run one `stepwise serve` process
+// drives (a model call that takes a minute), cancelled through another
+// serve process on the same database: that one answers 202 (it asked the
+// driver), and the driving process cuts the call short and ends the run
+// cancelled within a third of its lease (200 ms here) plus a poll; it
+// stays cancelled. Five times, on SQLite and on PostgreSQL.
+func TestCancelAcrossServeProcesses(t *testing.T) {
+	for _, db := range []struct {
+		name string
+		url  func(t *testing.T) string
+	}{
+		{"sqlite", func(t *testing.T) string { return filepath.Join(t.TempDir(), "t.db") }},
+		{"postgres", pgDB},
+	} {
+		t.Run(db.name, func(t *testing.T) {
+			url := db.url(t)
+			dir := t.TempDir()
+			os.WriteFile(filepath.Join(dir, "sleepy.jsonl"), []byte(`{"text": "at last", "delay_ms": 60000}`+"\n"), 0o644)
+			os.WriteFile(filepath.Join(dir, "sleepy.toml"), []byte("name = \"sleepy\"\n[models.primary]\nprovider = \"script\"\nscript = \"sleepy.jsonl\"\n"), 0o644)
+			a := startServe(t, url, dir, "STEPWISE_LEASE_TTL=600ms")
+			b := startServe(t, url, dir, "STEPWISE_LEASE_TTL=600ms")
+			for i := range 5 {
+				var run servedRun
+				if code := a.call("POST", "/v1/runs", map[string]any{"agent": "sleepy", "input": "go"}, &run); code != 201 {
+					t.Fatalf("#%d: create: %d", i, code)
+				}
+				deadline := time.Now().Add(10 * time.Second)
+				for {
+					var got struct {
+						Steps  int `json:"steps"`
+						Holder any `json:"holder"`
+					}
+					a.call("GET", "/v1/runs/"+run.ID, nil, &got)
+					if got.Steps >= 1 && got.Holder != nil {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("#%d: the model call did not start: %s", i, a.logText())
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+				time.Sleep(100 * time.Millisecond) // inside the minute-long call
+				t0 := time.Now()
+				var asked servedRun
+				if code := b.call("POST", "/v1/runs/"+run.ID+"/cancel", map[string]string{"reason": "enough"}, &asked); code != 202 {
+					t.Fatalf("#%d: cancel through the other server: %d %+v", i, code, asked)
+				}
+				a.waitStatus(run.ID, "cancelled", 3*time.Second)
+				if took := time.Since(t0); took > 1500*time.Millisecond {
+					t.Errorf("#%d: cancelled %s after the request", i, took)
+				}
+				time.Sleep(300 * time.Millisecond)
+				if got := b.waitStatus(run.ID, "cancelled", 0); got.Holder != nil {
+					t.Fatalf("#%d: still held after the cancel: %+v", i, got)
+				}
+			}
+		})
+	}
+}
