@@ -97,8 +97,13 @@ func TestCancelEndsARunServeDrives(t *testing.T) {
 				{"stally", func(id string, before int) {
 					// Stalled once and tried again by a worker (stalled runs
 					// are retried as their retry time comes): the cancel lands
-					// during a retry, or between two.
-					f.waitUntil(id, "its stall retried", func(apiRun) bool { return len(model.Requests()) >= before+2 })
+					// during a retry, or between two. (Should the first retry
+					// come later than 3 s, it lands on the stalled run.)
+					f.waitUntil(id, "stalled", func(apiRun) bool { return len(model.Requests()) >= before+1 })
+					stalledAt := time.Now()
+					f.waitUntil(id, "its stall retried", func(apiRun) bool {
+						return len(model.Requests()) >= before+2 || time.Since(stalledAt) > 3*time.Second
+					})
 				}},
 			} {
 				for i := range 5 {
