@@ -28,6 +28,8 @@ func (r *Runner) drive(ctx, hctx context.Context, ag *Agent, cur *cursor, h *hol
 	// its loss, which would refuse them, cuts them short: a store that
 	// hangs holds the drive no longer than the lease lasts.)
 	durable := h.durable
+	// Cancel, in this process, tells this drive at once (localDrives).
+	defer localDrives.add(cur.id, h)()
 	for {
 		// A state that came from Resume (or the first state of a run) is new;
 		// a loaded checkpoint is already durable and is only re-issued.
@@ -56,6 +58,17 @@ func (r *Runner) drive(ctx, hctx context.Context, ag *Agent, cur *cursor, h *hol
 			}
 		}
 		cur.st = a.Next()
+		if reason := h.cancelRequest(); reason != "" && cancellable(a) {
+			// Someone asked for the run to end (store.Runs.RequestCancel):
+			// its request is not made (nor its pause reported, nor the run
+			// handed off); it gets Cancelled, and the run ends.
+			next, err := core.Resume(cfg, cur.st, core.Cancelled{Reason: x.String(reason)})
+			if err != nil {
+				return Outcome{}, fmt.Errorf("run %s step %d: cancel: %w", cur.id, cur.seq, err)
+			}
+			cur.st, cur.result = next, core.Cancelled{Reason: x.String(reason)}
+			continue
+		}
 		if cur.stop != nil {
 			select {
 			case <-cur.stop:
@@ -71,16 +84,6 @@ func (r *Runner) drive(ctx, hctx context.Context, ag *Agent, cur *cursor, h *hol
 		}
 
 		var res core.Result
-		if reason := h.cancelRequest(); reason != "" && isRequest(a) {
-			// Someone asked for the run to end (store.Runs.RequestCancel):
-			// its request is not made; it gets Cancelled, and the run ends.
-			next, err := core.Resume(cfg, cur.st, core.Cancelled{Reason: x.String(reason)})
-			if err != nil {
-				return Outcome{}, fmt.Errorf("run %s step %d: cancel: %w", cur.id, cur.seq, err)
-			}
-			cur.st, cur.result = next, core.Cancelled{Reason: x.String(reason)}
-			continue
-		}
 		switch a := a.(type) {
 		case core.Complete:
 			r.emit(func() Event { return Event{RunID: cur.id, Seq: cur.seq, Kind: "complete", Text: a.Answer} })
@@ -135,6 +138,15 @@ func (r *Runner) drive(ctx, hctx context.Context, ag *Agent, cur *cursor, h *hol
 			if lost := h.lost(); lost != nil || errors.Is(err, store.ErrLeaseLost) {
 				return Outcome{}, r.lostOr(h, fmt.Errorf("run %s step %d: %w", cur.id, cur.seq, err))
 			}
+			// A requested cancellation wins over a stall, an interrupt and
+			// a hand-off: the call was cut short for it (or failed as it
+			// came), and the loop ends the run at its next turn. One that
+			// came since the heartbeat last looked is looked for now, so
+			// the run is not let go unended.
+			_, stalled := errors.AsType[*stallError](err)
+			if reason := h.cancelRequest(); reason != "" || (stalled || ctx.Err() != nil) && h.cancelNow() != "" {
+				continue
+			}
 			if stall, ok := errors.AsType[*stallError](err); ok {
 				return r.stall(durable, cur, h, x, stall)
 			}
@@ -142,11 +154,6 @@ func (r *Runner) drive(ctx, hctx context.Context, ag *Agent, cur *cursor, h *hol
 				// A store call not retried by storeWrite (a lease renewal
 				// before acting) met the outage: the run stalls all the same.
 				return r.outage(cur, h, x, &StoreOutage{What: "a store call", Err: err})
-			}
-			if reason := h.cancelRequest(); reason != "" && ctx.Err() == nil {
-				// The call was cut short by a requested cancellation: the
-				// loop ends the run at its next turn.
-				continue
 			}
 			if ctx.Err() != nil {
 				if errors.Is(context.Cause(ctx), ErrHandOff) {
@@ -176,6 +183,13 @@ func (r *Runner) drive(ctx, hctx context.Context, ag *Agent, cur *cursor, h *hol
 		}
 		cur.st, cur.result = next, res
 	}
+}
+
+// cancellable reports whether a requested cancellation ends the run
+// instead of a: a request, or a pause.
+func cancellable(a core.Action) bool {
+	_, pause := a.(core.RequestExternalToolCalls)
+	return pause || isRequest(a)
 }
 
 // isRequest reports whether a is a request the shell performs (a side

@@ -78,7 +78,8 @@ type Options struct {
 	LeaseTTL time.Duration
 	// Wait is how long Resume, Submit and Cancel (and the Pool's Answer
 	// and Requeue) wait for a run that another live driver holds; 0
-	// refuses at once with ErrBusy.
+	// refuses at once with ErrBusy (Cancel: ErrCancelRequested, and it
+	// waits for a holder in this process anyway; see Runner.Cancel).
 	Wait time.Duration
 	// StoreRetry is how a drive retries a store write that failed because
 	// the store is unavailable (store.Unavailable: a lost connection, a

@@ -398,12 +398,10 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	opts := s.cfg.Runner
-	opts.Owner, opts.Observer = s.owner, shell.Join(s.hub, s.cfg.Runner.Observer)
-	if s.interruptLocal(id) {
-		opts.Wait = s.cfg.Grace // the drive here lets the run go at once
-	}
-	if _, err := shell.NewRunner(s.cfg.Store, &opts).Cancel(r.Context(), ag, id, req.Reason); err != nil {
+	// A run a worker here drives ends at once (the runner tells its drive);
+	// one another server drives is asked to end, and that server's
+	// heartbeat finds the request within a third of the lease's TTL.
+	if _, err := s.runner.Cancel(r.Context(), ag, id, req.Reason); err != nil {
 		if errors.Is(err, shell.ErrCancelRequested) {
 			// Another server drives it: it ends the run at its next step.
 			s.respondRun(w, r, id, http.StatusAccepted, 0)
