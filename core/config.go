@@ -88,6 +88,10 @@ type Tool struct {
 	// Summary, when set, replaces Config.Summary for this tool's results. It
 	// is not part of what a model call is sent, so actions do not encode it.
 	Summary *Summary `json:"summary,omitempty" cbor:"-"`
+	// SummaryLabel is the form the tool declares for its summarized
+	// results ("Web search results"): used when the summary in effect has
+	// no Label of its own (see Summary.Label). Not encoded in actions.
+	SummaryLabel string `json:"summary_label,omitempty" cbor:"-"`
 }
 
 // Memory enables the memory built-ins.
@@ -124,6 +128,9 @@ type Policy struct {
 	StopOnError bool `json:"stop_on_error,omitempty"`
 	// RejectUnknownArgs makes unknown arguments an error instead of dropping them.
 	RejectUnknownArgs bool `json:"reject_unknown_args,omitempty"`
+	// StrictNumbers refuses, where a schema says integer, a number written
+	// with a fraction or an exponent (5.0, 5e0); JSON Schema accepts them.
+	StrictNumbers bool `json:"strict_numbers,omitempty"`
 	// NoCorrections is true when MaxCorrections is meant to be zero.
 	NoCorrections bool `json:"no_corrections,omitempty"`
 	// ErrorPrefix is put in front of a failed call's error text in what the
@@ -199,6 +206,9 @@ func (c Config) check(out *compiledAgent) error {
 	}
 	if c.Models.Primary == "" {
 		errs = append(errs, "models.primary is empty")
+	}
+	if c.namespace() == AllNamespaces {
+		errs = append(errs, fmt.Sprintf("memory namespace %q stands for every namespace; name another", AllNamespaces))
 	}
 	var known bool
 	if out.spec, known = out.formats.Lookup(out.format); !known {

@@ -68,6 +68,8 @@
 //     Host that core supplies (helpers_adapter.go, helpers_turn.go).
 //   - core/internal/wire: the canonical CBOR primitives the encoders of
 //     core's types (encode_fast.go) are built on.
+//   - core/internal/jsontext: the JSON strings and excerpts that core and
+//     core/helpers write by hand, the same bytes in both.
 //   - core/coretest: rapid generators and invariant checks, for tests.
 //
 // # Tool-call formats

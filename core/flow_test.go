@@ -317,16 +317,20 @@ func TestToolErrorReachesTheModelVerbatim(t *testing.T) {
 	}{
 		{FormatNative, "", "card declined"},
 		{FormatNative, "error: ", "error: card declined"},
-		{FormatXML, "", "<tool_result name=\"search\" tag=\"c1\">\ncard declined\n</tool_result>"},
-		{FormatXML, "ERROR ", "<tool_result name=\"search\" tag=\"c1\">\nERROR card declined\n</tool_result>"},
+		{FormatXML, "", "<tool_result name=\"search\" tag=\"c1\" error=\"true\">\ncard declined\n</tool_result>"},
+		{FormatXML, "ERROR ", "<tool_result name=\"search\" tag=\"c1\" error=\"true\">\nERROR card declined\n</tool_result>"},
+		{FormatFenced, "", "```tool_result search c1 error\ncard declined\n```"},
 	} {
 		cfg := testConfig()
 		cfg.Format, cfg.Policy.ErrorPrefix = tc.format, tc.prefix
 		st := mustStart(t, cfg, "q")
 		a := mustStep(t, cfg, st)
 		reply := ModelReply{Calls: []NativeCall{{ID: "c1", Name: "search", Arguments: `{"query":"x"}`}}}
-		if tc.format == FormatXML {
+		switch tc.format {
+		case FormatXML:
 			reply = ModelReply{Text: `<tool name="search" tag="c1">{"query": "x"}</tool>`}
+		case FormatFenced:
+			reply = ModelReply{Text: RenderCall(FormatFenced, NativeCall{ID: "c1", Name: "search", Arguments: `{"query":"x"}`})}
 		}
 		st = mustResume(t, cfg, a.Next(), reply)
 		a = mustStep(t, cfg, st)
@@ -339,5 +343,26 @@ func TestToolErrorReachesTheModelVerbatim(t *testing.T) {
 		if tc.format == FormatNative && (!last.IsError || last.Role != RoleTool) {
 			t.Errorf("the tool message does not record the failure: %s", DescribeMessage(last))
 		}
+	}
+}
+
+// TestMemorySearchGlobal: memory_search with global: true searches every
+// namespace (AllNamespaces); without, the agent's; a config whose own
+// namespace is "*" is refused.
+func TestMemorySearchGlobal(t *testing.T) {
+	cfg := testConfig()
+	cfg.Memory.Tools = true
+	for _, tc := range []struct{ args, ns string }{{`{"query": "lamp", "global": true}`, AllNamespaces}, {`{"query": "lamp"}`, cfg.Name}} {
+		st := mustStart(t, cfg, "q")
+		a := mustStep(t, cfg, st)
+		st = mustResume(t, cfg, a.Next(), ModelReply{Calls: []NativeCall{{ID: "m1", Name: ToolMemorySearch, Arguments: tc.args}}})
+		got, ok := mustStep(t, cfg, st).(RequestMemorySearch)
+		if !ok || got.Namespace != tc.ns || got.Query != "lamp" {
+			t.Fatalf("%s: %#v", tc.args, got)
+		}
+	}
+	cfg.Memory.Namespace = AllNamespaces
+	if err := cfg.Validate(); !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("namespace *: %v", err)
 	}
 }

@@ -28,7 +28,11 @@ func fencedResults(calls []ToolCall, results []ToolResult) string {
 		}
 		text := resultBody(results[i])
 		fence := strings.Repeat("`", max(3, longestBacktickRun(text)+1))
-		fmt.Fprintf(&b, "%stool_result %s %s\n%s\n%s", fence, c.Name, c.ID, text, fence)
+		failed := "" // a failed call's block says so after its id
+		if results[i].Failed() {
+			failed = " error"
+		}
+		fmt.Fprintf(&b, "%stool_result %s %s%s\n%s\n%s", fence, c.Name, c.ID, failed, text, fence)
 	}
 	return b.String()
 }

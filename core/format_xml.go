@@ -24,7 +24,8 @@ func xmlDocs(tools []Tool) string {
 }
 
 // taggedResults writes each result in a block <tag name=... tag=...>, as
-// xml (tool_result) and helpers (helpers_result) do.
+// xml (tool_result) and helpers (helpers_result) do; a failed call's block
+// carries error="true".
 func taggedResults(tag string) func(calls []ToolCall, results []ToolResult) string {
 	return func(calls []ToolCall, results []ToolResult) string {
 		var b strings.Builder
@@ -32,7 +33,11 @@ func taggedResults(tag string) func(calls []ToolCall, results []ToolResult) stri
 			if i > 0 {
 				b.WriteString("\n")
 			}
-			fmt.Fprintf(&b, "<%s name=%s tag=%s>\n%s\n</%s>", tag, xmlAttr(c.Name), xmlAttr(c.ID), resultBody(results[i]), tag)
+			failed := ""
+			if results[i].Failed() {
+				failed = ` error="true"`
+			}
+			fmt.Fprintf(&b, "<%s name=%s tag=%s%s>\n%s\n</%s>", tag, xmlAttr(c.Name), xmlAttr(c.ID), failed, resultBody(results[i]), tag)
 		}
 		return b.String()
 	}

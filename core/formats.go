@@ -37,7 +37,8 @@ type FormatSpec struct {
 	Docs func(tools []Tool) string
 	// RenderResults writes a turn's results back to the model, in the order
 	// of calls (results are aligned with calls). Nil gives labeled
-	// paragraphs, "Result of NAME (call ID):" then the text.
+	// paragraphs, "Result of NAME (call ID):" (", failed:" for a failed
+	// call) then the text.
 	RenderResults func(calls []ToolCall, results []ToolResult) string
 
 	// What only a built-in format sets (Formats.With cannot):

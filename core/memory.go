@@ -6,6 +6,10 @@ import (
 	"strings"
 )
 
+// AllNamespaces is the namespace of a memory search over every namespace
+// (memory_search with global: true); no agent's namespace may be it.
+const AllNamespaces = "*"
+
 // The memory built-ins, added to an agent's tools when Memory.Tools is set.
 const (
 	ToolMemorySearch   = "memory_search"
@@ -17,7 +21,7 @@ var memoryTools = []Tool{
 	{
 		Name:        ToolMemorySearch,
 		Description: "Search long-term memory by full text. Returns the best matching entities with their observations.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{"query":{"type":"string","minLength":1,"description":"words to search for"},"limit":{"type":"integer","minimum":1,"maximum":50,"default":5,"description":"how many hits at most"}},"required":["query"],"additionalProperties":false}`),
+		Parameters:  json.RawMessage(`{"type":"object","properties":{"query":{"type":"string","minLength":1,"description":"words to search for"},"limit":{"type":"integer","minimum":1,"maximum":50,"default":5,"description":"how many hits at most"},"global":{"type":"boolean","description":"search the memory of every agent, not only this one's"}},"required":["query"],"additionalProperties":false}`),
 		Idempotent:  true,
 	},
 	{
@@ -48,6 +52,7 @@ func memoryKind(tool string) (PendingKind, bool) {
 type memoryArgs struct {
 	Query     string     `json:"query"`
 	Limit     int        `json:"limit"`
+	Global    bool       `json:"global"`
 	Entities  []Entity   `json:"entities"`
 	Relations []Relation `json:"relations"`
 	From      string     `json:"from"`
@@ -89,6 +94,9 @@ func memoryAction(cfg Config, st State, c ToolCall) (Action, error) {
 	ns := cfg.namespace()
 	switch c.Name {
 	case ToolMemorySearch:
+		if a.Global {
+			ns = AllNamespaces
+		}
 		return RequestMemorySearch{CallID: c.ID, Namespace: ns, Query: a.Query, Limit: a.Limit, State: st}, nil
 	case ToolMemoryCreate:
 		return RequestMemoryCreate{CallID: c.ID, Namespace: ns, Entities: a.Entities, Relations: a.Relations, State: st}, nil

@@ -117,7 +117,7 @@ func TestPromptToolDocsMemoryTools(t *testing.T) {
 	cfg.Memory.Tools = true
 	got := ToolDocs(cfg)
 	for _, want := range []string{
-		"memory_search(query: str, limit: int = 5) -> str",
+		"memory_search(query: str, limit: int = 5, global: bool = ...) -> str",
 		`memory_create(entities: list[{"name": str, "type": NotRequired[str], "observations": NotRequired[list[str]]}] = ..., relations: list[{"from": str, "to": str, "type": str}] = ...) -> str`,
 		"memory_traverse(from: str, relation: str = ..., depth: int = 1) -> str",
 	} {
@@ -134,12 +134,12 @@ func TestRenderResults(t *testing.T) {
 		f    Format
 		want string
 	}{
-		{FormatXML, "<tool_result name=\"search\" tag=\"a1\">\nfound ```x``` \"3\"\n</tool_result>\n<tool_result name=\"fetch\" tag=\"a2\">\ntimeout\n</tool_result>\n<tool_result name=\"now\" tag=\"a3\">\n(no output)\n</tool_result>"},
-		{FormatHelpers, "<helpers_result name=\"search\" tag=\"a1\">\nfound ```x``` \"3\"\n</helpers_result>\n<helpers_result name=\"fetch\" tag=\"a2\">\ntimeout\n</helpers_result>\n<helpers_result name=\"now\" tag=\"a3\">\n(no output)\n</helpers_result>"},
+		{FormatXML, "<tool_result name=\"search\" tag=\"a1\">\nfound ```x``` \"3\"\n</tool_result>\n<tool_result name=\"fetch\" tag=\"a2\" error=\"true\">\ntimeout\n</tool_result>\n<tool_result name=\"now\" tag=\"a3\">\n(no output)\n</tool_result>"},
+		{FormatHelpers, "<helpers_result name=\"search\" tag=\"a1\">\nfound ```x``` \"3\"\n</helpers_result>\n<helpers_result name=\"fetch\" tag=\"a2\" error=\"true\">\ntimeout\n</helpers_result>\n<helpers_result name=\"now\" tag=\"a3\">\n(no output)\n</helpers_result>"},
 		{FormatJSON, "{\"results\": [\n  {\"tool\": \"search\", \"tag\": \"a1\", \"result\": \"found ```x``` \\\"3\\\"\"},\n  {\"tool\": \"fetch\", \"tag\": \"a2\", \"ok\": false, \"error\": \"timeout\"},\n  {\"tool\": \"now\", \"tag\": \"a3\", \"result\": \"\"}\n]}"},
-		{FormatFenced, "````tool_result search a1\nfound ```x``` \"3\"\n````\n```tool_result fetch a2\ntimeout\n```\n```tool_result now a3\n(no output)\n```"},
+		{FormatFenced, "````tool_result search a1\nfound ```x``` \"3\"\n````\n```tool_result fetch a2 error\ntimeout\n```\n```tool_result now a3\n(no output)\n```"},
 		{FormatStrict, "{\"tool\": \"search\", \"result\": \"found ```x``` \\\"3\\\"\"}\n{\"tool\": \"fetch\", \"ok\": false, \"error\": \"timeout\"}\n{\"tool\": \"now\", \"result\": \"\"}"},
-		{FormatAuto, "Result of search (call a1):\nfound ```x``` \"3\"\n\nResult of fetch (call a2):\ntimeout\n\nResult of now (call a3):\n(no output)\n"},
+		{FormatAuto, "Result of search (call a1):\nfound ```x``` \"3\"\n\nResult of fetch (call a2), failed:\ntimeout\n\nResult of now (call a3):\n(no output)\n"},
 	} {
 		if got := RenderResults(tc.f, calls, results); got != tc.want {
 			t.Errorf("%s:\n got %q\nwant %q", tc.f, got, tc.want)

@@ -22,15 +22,19 @@ func RenderResults(f Format, calls []ToolCall, results []ToolResult) string {
 }
 
 // labeledResults writes each result as a paragraph, "Result of NAME (call
-// ID):" then its text: the results of native, auto and of a format with no
-// RenderResults.
+// ID):" (", failed:" for a failed call) then its text: the results of
+// native, auto and of a format with no RenderResults.
 func labeledResults(calls []ToolCall, results []ToolResult) string {
 	var b strings.Builder
 	for i, c := range calls {
 		if i > 0 {
 			b.WriteString("\n")
 		}
-		fmt.Fprintf(&b, "Result of %s (call %s):\n%s\n", c.Name, c.ID, resultBody(results[i]))
+		failed := ""
+		if results[i].Failed() {
+			failed = ", failed"
+		}
+		fmt.Fprintf(&b, "Result of %s (call %s)%s:\n%s\n", c.Name, c.ID, failed, resultBody(results[i]))
 	}
 	return b.String()
 }

@@ -38,6 +38,11 @@ type Summary struct {
 	// MaxBytes caps the whole text the model reads (0: the tool's byte cap).
 	// It is a hard cap: no summary is longer.
 	MaxBytes int `json:"max_bytes,omitempty"`
+	// Label, when set, writes a list on one line the way the strict JSON
+	// loop's design does, "LABEL: item | item | item", an object item as
+	// the values of its members joined by " - " (title - url - snippet).
+	// Empty: the tool's SummaryLabel, else numbered lines.
+	Label string `json:"label,omitempty"`
 }
 
 // on reports whether the summary shapes results at all.
@@ -58,12 +63,17 @@ func (s Summary) problems(where string) []string {
 	return errs
 }
 
-// summary is the summary that applies to t's results: its own, else the agent's.
+// summary is the summary that applies to t's results: its own, else the
+// agent's; with no label, the one t declares.
 func (c Config) summary(t Tool) Summary {
+	s := c.Summary
 	if t.Summary != nil {
-		return *t.Summary
+		s = *t.Summary
 	}
-	return c.Summary
+	if s.on() && s.Label == "" {
+		s.Label = t.SummaryLabel
+	}
+	return s
 }
 
 // modelOutput is what the model reads of a successful call's output: the
@@ -94,6 +104,10 @@ func listSummary(out string, s Summary) (string, bool) {
 	}
 	var b strings.Builder
 	if raw[0] == '[' {
+		if s.Label != "" {
+			writeLabeled(&b, s.Label, jsonMembers(raw), s)
+			return b.String(), true
+		}
 		writeItems(&b, jsonMembers(raw), s)
 		return b.String(), true
 	}
@@ -121,6 +135,39 @@ func listSummary(out string, s Summary) (string, bool) {
 		b.WriteString(itemText(m.raw, s.ItemChars))
 	}
 	return b.String(), true
+}
+
+// writeLabeled writes the items shown on one line: "LABEL: a | b | c" (or
+// "LABEL: none").
+func writeLabeled(b *strings.Builder, label string, items []jsonMember, s Summary) {
+	shown := len(items)
+	if s.Items > 0 && s.Items < shown {
+		shown = s.Items
+	}
+	b.WriteString(oneLine(label, 0))
+	b.WriteString(":")
+	if shown == 0 {
+		b.WriteString(" none")
+		return
+	}
+	for i, it := range items[:shown] {
+		if i > 0 {
+			b.WriteString(" |")
+		}
+		b.WriteByte(' ')
+		text := strings.TrimSpace(it.raw)
+		if strings.HasPrefix(text, "{") {
+			parts := []string{}
+			for _, m := range jsonMembers(text) {
+				if v := itemText(m.raw, 0); v != "" {
+					parts = append(parts, v)
+				}
+			}
+			b.WriteString(oneLine(strings.Join(parts, " - "), s.ItemChars))
+			continue
+		}
+		b.WriteString(itemText(it.raw, s.ItemChars))
+	}
 }
 
 // writeItems writes a header ("12 items, the first 3:") and one numbered

@@ -211,3 +211,37 @@ func TestSummaryNativeToolMessage(t *testing.T) {
 		t.Fatalf("tool message: %+v", msg)
 	}
 }
+
+// TestSummaryLabel: with a label a list reads on one line, an object item
+// as its members' values; a tool's declared label applies when summaries
+// are on and the summary names none; summaries off leave the result alone.
+func TestSummaryLabel(t *testing.T) {
+	out := `[
+ {"title": "Go", "url": "https://go.dev/", "snippet": "a  language"},
+ {"title": "Pkg", "url": "https://pkg.go.dev/"},
+ {"title": "Third", "url": "https://example.com/3", "snippet": "three"},
+ "plain"
+]`
+	got := summarize(out, Summary{Items: 3, ItemChars: 20, Label: "Web search results"}, 900)
+	want := "Web search results: Go - https://go.dev/… | Pkg - https://pkg.go… | Third - https://exam…"
+	if got != want {
+		t.Fatalf("got  %q\nwant %q", got, want)
+	}
+	if got := summarize(`[]`, Summary{Label: "Hits"}, 0); got != "Hits: none" {
+		t.Fatalf("empty: %q", got)
+	}
+	tool := Tool{Name: "web_search", SummaryLabel: "Web search results"}
+	cfg := DefaultConfig()
+	if got := cfg.modelOutput(tool, out); got != out {
+		t.Fatalf("summaries off changed the result: %q", got)
+	}
+	cfg.Summary = Summary{Items: 2}
+	if got := cfg.modelOutput(tool, out); !strings.HasPrefix(got, "Web search results: Go - https://go.dev/ - a language | Pkg") {
+		t.Fatalf("the tool's label: %q", got)
+	}
+	own := Summary{Items: 1, Label: "Found"}
+	tool.Summary = &own
+	if got := cfg.modelOutput(tool, out); got != "Found: Go - https://go.dev/ - a language" {
+		t.Fatalf("the table's label: %q", got)
+	}
+}

@@ -31,12 +31,13 @@ func validateArgs(t Tool, args map[string]any, rejectUnknown bool) (map[string]a
 	if err != nil {
 		return nil, fmt.Errorf("the tool's parameter schema is unusable: %v", err)
 	}
-	return checkArgs(s, args, rejectUnknown)
+	return s.Validate(args, rejectUnknown)
 }
 
-// checkArgs is validateArgs with the schema already compiled.
-func checkArgs(s *argSchema, args map[string]any, rejectUnknown bool) (map[string]any, error) {
-	return s.Validate(args, rejectUnknown)
+// checkArgs checks a call's arguments against its tool's compiled schema
+// under the agent's policy.
+func checkArgs(s *argSchema, args map[string]any, p Policy) (map[string]any, error) {
+	return s.Check(args, schema.Checks{RejectUnknown: p.RejectUnknownArgs, StrictNumbers: p.StrictNumbers})
 }
 
 // OutputSchema is a compiled JSON Schema that a tool's output is checked

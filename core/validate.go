@@ -28,7 +28,7 @@ func ValidateCall(cfg Config, c NativeCall) (ToolCall, error) {
 	if err != nil {
 		return ToolCall{}, fmt.Errorf("%w: %s (call %s): the tool's parameter schema is unusable: %v", ErrInvalidCall, c.Name, c.ID, err)
 	}
-	args, err = checkArgs(s, args, cfg.Policy.RejectUnknownArgs)
+	args, err = checkArgs(s, args, cfg.Policy)
 	if err != nil {
 		return ToolCall{}, fmt.Errorf("%w: %s (call %s): %v", ErrInvalidCall, c.Name, c.ID, err)
 	}

@@ -213,3 +213,18 @@ func TestMemoryToolSchemasCompile(t *testing.T) {
 		}
 	}
 }
+
+// TestPolicyStrictNumbers: Policy.StrictNumbers reaches the validator
+// (the edison preset sets it): "limit": 5.0 is a correction for the model.
+func TestPolicyStrictNumbers(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Tools = []Tool{{Name: "search", Parameters: json.RawMessage(`{"type": "object", "properties": {"limit": {"type": "integer"}}}`)}}
+	call := NativeCall{ID: "c1", Name: "search", Arguments: `{"limit": 5.0}`}
+	if got, err := ValidateCall(cfg, call); err != nil || string(got.Args) != `{"limit":5}` {
+		t.Fatalf("without strict numbers: %s %v", got.Args, err)
+	}
+	cfg.Policy.StrictNumbers = true
+	if _, err := ValidateCall(cfg, call); !errors.Is(err, ErrInvalidCall) || !strings.Contains(err.Error(), `argument "limit": expected an integer written without a fraction or an exponent, found 5.0`) {
+		t.Fatalf("with strict numbers: %v", err)
+	}
+}

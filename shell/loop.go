@@ -28,6 +28,8 @@ func (r *Runner) drive(ctx, hctx context.Context, ag *Agent, cur *cursor, h *hol
 	// its loss, which would refuse them, cuts them short: a store that
 	// hangs holds the drive no longer than the lease lasts.)
 	durable := h.durable
+	// Cancel, in this process, tells this drive at once (localDrives).
+	defer localDrives.add(cur.id, h)()
 	for {
 		// A state that came from Resume (or the first state of a run) is new;
 		// a loaded checkpoint is already durable and is only re-issued.
@@ -39,10 +41,16 @@ func (r *Runner) drive(ctx, hctx context.Context, ag *Agent, cur *cursor, h *hol
 		if fresh {
 			// Persist before acting: the request is durable before it is made.
 			cp := store.Checkpoint{Seq: cur.seq + 1, Result: cur.result, Action: a}
-			if err := r.store.Checkpoint(durable, h.lease(), cp); err != nil {
+			if err := r.checkpoint(h, cur, cp); err != nil {
+				if o, ok := errors.AsType[*StoreOutage](err); ok {
+					return r.outage(cur, h, x, o)
+				}
 				return Outcome{}, r.lostOr(h, fmt.Errorf("run %s: checkpoint step %d: %w", cur.id, cp.Seq, err))
 			}
 			cur.seq, cur.result = cp.Seq, nil
+			if err := r.progressed(h, cur, a); err != nil {
+				return Outcome{}, r.lostOr(h, fmt.Errorf("run %s: reset its stall count: %w", cur.id, err))
+			}
 			if next := a.Next(); next.Done() {
 				r.states.forget(cur.id)
 			} else {
@@ -50,6 +58,17 @@ func (r *Runner) drive(ctx, hctx context.Context, ag *Agent, cur *cursor, h *hol
 			}
 		}
 		cur.st = a.Next()
+		if reason := h.cancelRequest(); reason != "" && cancellable(a) {
+			// Someone asked for the run to end (store.Runs.RequestCancel):
+			// its request is not made (nor its pause reported, nor the run
+			// handed off); it gets Cancelled, and the run ends.
+			next, err := core.Resume(cfg, cur.st, core.Cancelled{Reason: x.String(reason)})
+			if err != nil {
+				return Outcome{}, fmt.Errorf("run %s step %d: cancel: %w", cur.id, cur.seq, err)
+			}
+			cur.st, cur.result = next, core.Cancelled{Reason: x.String(reason)}
+			continue
+		}
 		if cur.stop != nil {
 			select {
 			case <-cur.stop:
@@ -65,16 +84,6 @@ func (r *Runner) drive(ctx, hctx context.Context, ag *Agent, cur *cursor, h *hol
 		}
 
 		var res core.Result
-		if reason := h.cancelRequest(); reason != "" && isRequest(a) {
-			// Someone asked for the run to end (store.Runs.RequestCancel):
-			// its request is not made; it gets Cancelled, and the run ends.
-			next, err := core.Resume(cfg, cur.st, core.Cancelled{Reason: x.String(reason)})
-			if err != nil {
-				return Outcome{}, fmt.Errorf("run %s step %d: cancel: %w", cur.id, cur.seq, err)
-			}
-			cur.st, cur.result = next, core.Cancelled{Reason: x.String(reason)}
-			continue
-		}
 		switch a := a.(type) {
 		case core.Complete:
 			r.emit(func() Event { return Event{RunID: cur.id, Seq: cur.seq, Kind: "complete", Text: a.Answer} })
@@ -91,7 +100,13 @@ func (r *Runner) drive(ctx, hctx context.Context, ag *Agent, cur *cursor, h *hol
 			if !fresh {
 				// A pause re-issued from a stored state (a fork taken at a
 				// pause) has no new checkpoint to set the status.
-				if err := r.store.SetStatus(durable, h.lease(), store.StatusChange{Status: store.StatusAwaitingToolResults}); err != nil {
+				err := r.storeWrite(h, cur, "mark awaiting tool results", func(ctx context.Context) error {
+					return r.store.SetStatus(ctx, h.lease(), store.StatusChange{Status: store.StatusAwaitingToolResults})
+				})
+				if o, ok := errors.AsType[*StoreOutage](err); ok {
+					return r.outage(cur, h, x, o)
+				}
+				if err != nil {
 					return Outcome{}, r.lostOr(h, fmt.Errorf("run %s: mark awaiting tool results: %w", cur.id, err))
 				}
 			}
@@ -108,7 +123,7 @@ func (r *Runner) drive(ctx, hctx context.Context, ag *Agent, cur *cursor, h *hol
 			res, err = r.runTools(runCtx, ag, cur, a, !fresh, h)
 		case core.RequestMemorySearch, core.RequestMemoryCreate, core.RequestMemoryTraverse:
 			if err = h.ensure(); err == nil {
-				res, err = r.memory(runCtx, cur, a)
+				res, err = r.memory(runCtx, cur, h, a)
 				if res != nil {
 					res = x.Result(core.Sanitize(res))
 				}
@@ -117,16 +132,28 @@ func (r *Runner) drive(ctx, hctx context.Context, ag *Agent, cur *cursor, h *hol
 			return Outcome{}, fmt.Errorf("run %s: unknown action %T", cur.id, a)
 		}
 		if err != nil {
+			if o, ok := errors.AsType[*StoreOutage](err); ok {
+				return r.outage(cur, h, x, o)
+			}
 			if lost := h.lost(); lost != nil || errors.Is(err, store.ErrLeaseLost) {
 				return Outcome{}, r.lostOr(h, fmt.Errorf("run %s step %d: %w", cur.id, cur.seq, err))
+			}
+			// A requested cancellation wins over a stall, an interrupt and
+			// a hand-off: the call was cut short for it (or failed as it
+			// came), and the loop ends the run at its next turn. One that
+			// came since the heartbeat last looked is looked for now, so
+			// the run is not let go unended.
+			_, stalled := errors.AsType[*stallError](err)
+			if reason := h.cancelRequest(); reason != "" || (stalled || ctx.Err() != nil) && h.cancelNow() != "" {
+				continue
 			}
 			if stall, ok := errors.AsType[*stallError](err); ok {
 				return r.stall(durable, cur, h, x, stall)
 			}
-			if reason := h.cancelRequest(); reason != "" && ctx.Err() == nil {
-				// The call was cut short by a requested cancellation: the
-				// loop ends the run at its next turn.
-				continue
+			if store.Unavailable(err) && h.lost() == nil && runCtx.Err() == nil {
+				// A store call not retried by storeWrite (a lease renewal
+				// before acting) met the outage: the run stalls all the same.
+				return r.outage(cur, h, x, &StoreOutage{What: "a store call", Err: err})
 			}
 			if ctx.Err() != nil {
 				if errors.Is(context.Cause(ctx), ErrHandOff) {
@@ -158,6 +185,13 @@ func (r *Runner) drive(ctx, hctx context.Context, ag *Agent, cur *cursor, h *hol
 	}
 }
 
+// cancellable reports whether a requested cancellation ends the run
+// instead of a: a request, or a pause.
+func cancellable(a core.Action) bool {
+	_, pause := a.(core.RequestExternalToolCalls)
+	return pause || isRequest(a)
+}
+
 // isRequest reports whether a is a request the shell performs (a side
 // effect), as opposed to an end or a pause.
 func isRequest(a core.Action) bool {
@@ -178,16 +212,68 @@ type stallError struct {
 func (e *stallError) Error() string { return "stalled: " + e.reason }
 
 // stall marks the run stalled; its last checkpoint stays the pending
-// request, so Resume performs it again.
+// request, so Resume performs it again. Its stall count grows by one, and
+// its retry waits by Options.StallBackoff for that count (never less than
+// a server asked for).
 func (r *Runner) stall(ctx context.Context, cur *cursor, h *holding, x Redactor, e *stallError) (Outcome, error) {
-	reason := x.String(e.reason)
-	if err := r.store.SetStatus(ctx, h.lease(), store.StatusChange{Status: store.StatusStalled, Reason: reason, RetryAt: e.retryAt}); err != nil {
+	out, err := r.markStalled(ctx, cur, h, x, e)
+	if err != nil {
 		return Outcome{}, r.lostOr(h, fmt.Errorf("run %s: mark stalled: %w", cur.id, err))
 	}
-	r.emit(func() Event { return Event{RunID: cur.id, Seq: cur.seq, Kind: "stalled", Text: reason} })
-	out := r.outcome(cur, store.StatusStalled)
-	out.Reason, out.RetryAt = reason, e.retryAt
 	return out, nil
+}
+
+func (r *Runner) markStalled(ctx context.Context, cur *cursor, h *holding, x Redactor, e *stallError) (Outcome, error) {
+	reason := x.String(e.reason)
+	n := cur.stallAttempts + 1
+	retryAt := r.stallWait(n, e.retryAt)
+	if err := r.store.SetStatus(ctx, h.lease(), store.StatusChange{Status: store.StatusStalled, Reason: reason, RetryAt: retryAt, StallAttempts: n}); err != nil {
+		return Outcome{}, err
+	}
+	cur.stallAttempts = n
+	r.emit(func() Event {
+		return Event{RunID: cur.id, Seq: cur.seq, Kind: "stalled", Text: fmt.Sprintf("%s (stall %d; next try after %s)", reason, n, retryAt.UTC().Format(time.RFC3339))}
+	})
+	out := r.outcome(cur, store.StatusStalled)
+	out.Reason, out.RetryAt, out.StallAttempts = reason, retryAt, n
+	return out, nil
+}
+
+// outage ends a drive the store stayed unavailable for (o): the run
+// stalls, its last checkpoint the pending request. When even marking it
+// stalled fails (the store is still away, or the lease expired
+// meanwhile), the drive returns o, which matches store.ErrUnavailable:
+// the run is resumable all the same (an orphaned running run, or one whose
+// stall was not recorded).
+func (r *Runner) outage(cur *cursor, h *holding, x Redactor, o *StoreOutage) (Outcome, error) {
+	if o.Lost == nil {
+		out, err := r.markStalled(h.durable, cur, h, x, &stallError{reason: o.summary()})
+		if err == nil {
+			return out, nil
+		}
+		return Outcome{}, fmt.Errorf("run %s step %d: %w (and it could not be marked stalled: %v)", cur.id, cur.seq, o, err)
+	}
+	return Outcome{}, fmt.Errorf("run %s step %d: %w", cur.id, cur.seq, o)
+}
+
+// progressed resets the stall count of a run that stalled before and has
+// now checkpointed a new step (a checkpoint that changed the run's status
+// reset it in the store already).
+func (r *Runner) progressed(h *holding, cur *cursor, a core.Action) error {
+	if cur.stallAttempts == 0 {
+		return nil
+	}
+	cur.stallAttempts = 0
+	if store.StatusOf(a) != store.StatusRunning {
+		return nil
+	}
+	err := r.storeWrite(h, cur, "reset the stall count", func(ctx context.Context) error {
+		return r.store.SetStatus(ctx, h.lease(), store.StatusChange{Status: store.StatusRunning})
+	})
+	if store.Unavailable(err) {
+		return nil // the count stays too high until the next stall or checkpoint; nothing is lost
+	}
+	return err
 }
 
 // interrupt marks the run interrupted; its last checkpoint stays the pending
@@ -247,14 +333,26 @@ func (r *Runner) callModel(ctx context.Context, ag *Agent, cur *cursor, a core.R
 	return reply, nil
 }
 
-func (r *Runner) memory(ctx context.Context, cur *cursor, a core.Action) (core.Result, error) {
+// memory performs a memory request. A read meets an unavailable store
+// with storeWrite's retries; a write that meets one is not repeated (it
+// may have been applied): the run stalls, as it does past the retries.
+// Any other failure is data the model sees.
+func (r *Runner) memory(ctx context.Context, cur *cursor, h *holding, a core.Action) (core.Result, error) {
 	start := time.Now()
 	var res core.Result
 	switch a := a.(type) {
 	case core.RequestMemorySearch:
-		hits, err := r.store.MemorySearch(ctx, a.Namespace, a.Query, a.Limit)
+		var hits []core.MemoryHit
+		err := r.storeWrite(h, cur, "memory search", func(context.Context) error {
+			var err error
+			hits, err = r.store.MemorySearch(ctx, a.Namespace, a.Query, a.Limit)
+			return err
+		})
 		if err != nil && ctx.Err() != nil {
 			return nil, ctx.Err()
+		}
+		if store.Unavailable(err) {
+			return nil, err
 		}
 		res = core.MemoryHits{Hits: hits, Error: errText(err)}
 	case core.RequestMemoryCreate:
@@ -262,14 +360,25 @@ func (r *Runner) memory(ctx context.Context, cur *cursor, a core.Action) (core.R
 		if err != nil && ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
+		if store.Unavailable(err) {
+			return nil, &StoreOutage{What: "memory create", Err: err}
+		}
 		if err != nil {
 			created = core.MemoryCreated{Error: err.Error()}
 		}
 		res = created
 	case core.RequestMemoryTraverse:
-		tr, err := r.store.MemoryTraverse(ctx, a.Namespace, a.From, a.Relation, a.Depth)
+		var tr core.MemoryTraversed
+		err := r.storeWrite(h, cur, "memory traverse", func(context.Context) error {
+			var err error
+			tr, err = r.store.MemoryTraverse(ctx, a.Namespace, a.From, a.Relation, a.Depth)
+			return err
+		})
 		if err != nil && ctx.Err() != nil {
 			return nil, ctx.Err()
+		}
+		if store.Unavailable(err) {
+			return nil, err
 		}
 		if err != nil {
 			tr = core.MemoryTraversed{Error: err.Error()}

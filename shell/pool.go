@@ -46,10 +46,14 @@ func (r *Runner) Pool() *Pool { return &r.pool }
 var ErrHandOff = errors.New("handed off to another worker")
 
 // Create stores a new run of ag on input, runnable: a worker drives it.
-// It returns the run's id.
+// It returns the run's id. An input over InputLimit is refused
+// (ErrInputTooLarge), nothing stored.
 func (p *Pool) Create(ctx context.Context, ag *Agent, input string) (string, error) {
 	r := p.r
 	if err := r.check(ag); err != nil {
+		return "", err
+	}
+	if err := checkInput(ag.Config, input); err != nil {
 		return "", err
 	}
 	input = NewRedactor(ag.Secrets).String(input)

@@ -28,6 +28,9 @@ type ToolSettings struct {
 	// Cache, when set, answers repeated calls from earlier results (see
 	// CachePolicy). Only idempotent tools may be cached.
 	Cache *CachePolicy
+	// Rate, when set, bounds how often the tool runs in this process; a
+	// call past it waits (see Rate).
+	Rate *Rate
 }
 
 // Registry declares an agent's tools once: each internal tool by its

@@ -35,6 +35,16 @@ var (
 	// DefaultToolRetry applies to idempotent tools only: a non-idempotent
 	// call is never repeated by a retry (its failure reaches the model).
 	DefaultToolRetry = RetryPolicy{Attempts: 3, Backoff: 200 * time.Millisecond, MaxBackoff: 5 * time.Second, MaxElapsed: 30 * time.Second, Jitter: 0.2}
+	// DefaultStoreRetry applies to a drive's store writes that fail
+	// because the store is unavailable (Options.StoreRetry): about 30 s of
+	// retrying, the waits growing from 100 ms to 5 s. A database restart
+	// (seconds) is ridden out; past it the run stalls.
+	DefaultStoreRetry = RetryPolicy{Attempts: 1000, Backoff: 100 * time.Millisecond, MaxBackoff: 5 * time.Second, MaxElapsed: 30 * time.Second, Jitter: 0.2}
+	// DefaultStallBackoff spaces the retries of a stalled run
+	// (Options.StallBackoff): 5 s after its first stall, then 10 s, 20 s
+	// ... up to 10 min, each within ±20%. Attempts and MaxElapsed do not
+	// apply: a stalled run is retried until it moves or is cancelled.
+	DefaultStallBackoff = RetryPolicy{Attempts: 1, Backoff: 5 * time.Second, MaxBackoff: 10 * time.Minute, MaxElapsed: 1, Jitter: 0.2}
 )
 
 // WithDefaults fills the zero fields of p from def.

@@ -78,8 +78,19 @@ type Options struct {
 	LeaseTTL time.Duration
 	// Wait is how long Resume, Submit and Cancel (and the Pool's Answer
 	// and Requeue) wait for a run that another live driver holds; 0
-	// refuses at once with ErrBusy.
+	// refuses at once with ErrBusy (Cancel: ErrCancelRequested, and it
+	// waits for a holder in this process anyway; see Runner.Cancel).
 	Wait time.Duration
+	// StoreRetry is how a drive retries a store write that failed because
+	// the store is unavailable (store.Unavailable: a lost connection, a
+	// restart, a full disk, SQLite busy); zero fields take
+	// DefaultStoreRetry's. Past it the run stalls. The lease bounds it too:
+	// a store unreachable for the lease's lifetime ends the drive.
+	StoreRetry RetryPolicy
+	// StallBackoff is how long a stalled run waits before it is retried,
+	// by its stall count in a row (store.RunInfo.StallAttempts); zero
+	// fields take DefaultStallBackoff's.
+	StallBackoff RetryPolicy
 	// TakeOver, when set, makes Resume, Submit and Cancel (and the Pool's
 	// Answer and Requeue) take the run's lease whatever its holder, alive
 	// or not: an operator's forced take-over. The former holder is fenced
@@ -179,6 +190,9 @@ type Runner struct {
 	states stateCache
 	// pool is the runner's worker-pool operations (see Pool).
 	pool Pool
+	// unwritten holds outcomes of calls this process knows but could not
+	// write while the store was unavailable (see unwrittenOutcomes).
+	unwritten unwrittenOutcomes
 }
 
 // NewRunner returns a runner that checkpoints to st.
@@ -203,6 +217,8 @@ func NewRunner(st Store, opts *Options) *Runner {
 	if r.opts.LeaseTTL <= 0 {
 		r.opts.LeaseTTL = DefaultLeaseTTL
 	}
+	r.opts.StoreRetry = r.opts.StoreRetry.WithDefaults(DefaultStoreRetry)
+	r.opts.StallBackoff = r.opts.StallBackoff.WithDefaults(DefaultStallBackoff)
 	return r
 }
 
@@ -222,6 +238,8 @@ type Outcome struct {
 	Reason string
 	// RetryAt is when a stalled run may be tried again (zero: at once).
 	RetryAt time.Time
+	// StallAttempts is, for a stalled run, its stall count in a row.
+	StallAttempts int
 	// InDoubt lists the non-idempotent calls this drive found in flight
 	// from an earlier one (an intent without an outcome), and what became
 	// of them.
@@ -251,10 +269,14 @@ var (
 
 // Start creates a run of ag on input and drives it until it completes, fails,
 // pauses for external tools, stalls, or ctx ends (then it is marked
-// interrupted). The run is created with its lease held by this runner.
+// interrupted). The run is created with its lease held by this runner. An
+// input over InputLimit is refused (ErrInputTooLarge), nothing stored.
 func (r *Runner) Start(ctx context.Context, ag *Agent, input string) (Outcome, error) {
 	ag = ag.current()
 	if err := r.check(ag); err != nil {
+		return Outcome{}, err
+	}
+	if err := checkInput(ag.Config, input); err != nil {
 		return Outcome{}, err
 	}
 	input = NewRedactor(ag.Secrets).String(input)
@@ -432,6 +454,9 @@ type cursor struct {
 	handOff bool
 	// stop, once closed, sets handOff (see Drive).
 	stop <-chan struct{}
+	// stallAttempts is the run's stall count in a row, as loaded (see
+	// store.RunInfo.StallAttempts); 0 once the run made progress.
+	stallAttempts int
 	// cache holds the run's results of cacheable tools (see runCache),
 	// once read.
 	cache   runCache
@@ -466,11 +491,11 @@ func (r *Runner) load(ctx context.Context, h *holding, ag *Agent, runID string) 
 	}
 	switch info.Status {
 	case store.StatusInterrupted, store.StatusStalled:
-		if err := r.store.SetStatus(ctx, h.lease(), store.StatusChange{Status: store.StatusRunning}); err != nil {
+		if err := r.store.SetStatus(ctx, h.lease(), store.StatusChange{Status: store.StatusRunning, StallAttempts: info.StallAttempts}); err != nil {
 			return nil, fmt.Errorf("run %s: mark running: %w", runID, err)
 		}
 	}
-	return &cursor{id: runID, seq: rec.Seq, st: rec.State}, nil
+	return &cursor{id: runID, seq: rec.Seq, st: rec.State, stallAttempts: info.StallAttempts}, nil
 }
 
 // newRunID makes a run id: its creation time (so ids sort by it), then 128

@@ -2,6 +2,7 @@ package shell
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -25,7 +26,17 @@ const unknownOutcome = "outcome unknown: the run was interrupted while this call
 func (r *Runner) runTools(ctx context.Context, ag *Agent, cur *cursor, a core.RequestToolCalls, recovering bool, h *holding) (core.Result, error) {
 	var known map[string]store.Intent
 	if recovering {
-		intents, err := r.store.Intents(ctx, cur.id, cur.seq)
+		// Outcomes this process knew but could not write go first: a
+		// finished call is not taken for one in doubt.
+		if err := r.writeUnwritten(h, cur); err != nil {
+			return nil, err
+		}
+		var intents []store.Intent
+		err := r.storeWrite(h, cur, "load intents", func(context.Context) error {
+			var err error
+			intents, err = r.store.Intents(ctx, cur.id, cur.seq)
+			return err
+		})
 		if err != nil {
 			return nil, fmt.Errorf("load intents: %w", err)
 		}
@@ -34,7 +45,6 @@ func (r *Runner) runTools(ctx context.Context, ag *Agent, cur *cursor, a core.Re
 			known[in.CallID] = in
 		}
 	}
-	durable := context.WithoutCancel(ctx)
 	results := make([]core.ToolResult, len(a.Calls))
 	done := make([]bool, len(a.Calls))
 	var todo []int
@@ -56,8 +66,8 @@ func (r *Runner) runTools(ctx context.Context, ag *Agent, cur *cursor, a core.Re
 			default:
 				d.Resolution = "unknown"
 				results[i], done[i] = core.ToolResult{CallID: c.ID, Error: unknownOutcome}, true
-				if err := r.store.RecordOutcome(durable, h.lease(), cur.seq, results[i]); err != nil {
-					return nil, fmt.Errorf("record outcome of %s: %w", c.ID, err)
+				if err := r.recordOutcome(h, cur, results[i]); err != nil {
+					return nil, err
 				}
 			}
 			cur.inDoubt = append(cur.inDoubt, d)
@@ -100,7 +110,10 @@ func (r *Runner) runTools(ctx context.Context, ag *Agent, cur *cursor, a core.Re
 			return nil
 		}
 		if !idem || journal {
-			if err := r.store.RecordIntent(durable, h.lease(), cur.seq, c); err != nil {
+			err := r.storeWrite(h, cur, "record intent of "+c.ID, func(ctx context.Context) error {
+				return r.store.RecordIntent(ctx, h.lease(), cur.seq, c)
+			})
+			if err != nil {
 				return fmt.Errorf("record intent of %s: %w", c.ID, err)
 			}
 		}
@@ -110,8 +123,8 @@ func (r *Runner) runTools(ctx context.Context, ag *Agent, cur *cursor, a core.Re
 			return err
 		}
 		if !idem || journal {
-			if err := r.store.RecordOutcome(durable, h.lease(), cur.seq, res); err != nil {
-				return fmt.Errorf("record outcome of %s: %w", c.ID, err)
+			if err := r.recordOutcome(h, cur, res); err != nil {
+				return err
 			}
 		}
 		r.toCache(ctx, ag, cur, c, res, x)
@@ -191,6 +204,25 @@ func (r *Runner) callWithRetry(ctx context.Context, ag *Agent, cur *cursor, c co
 	}
 }
 
+// recordOutcome records a call's outcome, riding out an unavailable
+// store (storeWrite). When the store stays away, the outcome is kept in
+// the process (unwrittenOutcomes) and named in the *StoreOutage: the call
+// finished, and is never reported in doubt by this process.
+func (r *Runner) recordOutcome(h *holding, cur *cursor, res core.ToolResult) error {
+	err := r.storeWrite(h, cur, "record outcome of "+res.CallID, func(ctx context.Context) error {
+		return r.store.RecordOutcome(ctx, h.lease(), cur.seq, res)
+	})
+	if o, ok := errors.AsType[*StoreOutage](err); ok {
+		r.unwritten.keep(cur.id, cur.seq, res)
+		o.Unwritten = append(o.Unwritten, res)
+		return o
+	}
+	if err != nil {
+		return fmt.Errorf("record outcome of %s: %w", res.CallID, err)
+	}
+	return nil
+}
+
 func anyFailed(results []core.ToolResult, done []bool) bool {
 	for i, r := range results {
 		if done[i] && r.Failed() {
@@ -206,6 +238,10 @@ func (r *Runner) callTool(ctx context.Context, ag *Agent, cur *cursor, c core.To
 	t := ag.Tools[c.Name]
 	if t == nil {
 		return core.ToolResult{CallID: c.ID, Error: fmt.Sprintf("tool %q is not available in this shell", c.Name)}
+	}
+	// A rate's wait comes before the call's timeout starts.
+	if err := r.waitForRate(ctx, ag, cur, c.Name, c.ID, ag.ToolSettings[c.Name].Rate); err != nil {
+		return core.ToolResult{CallID: c.ID, Error: fmt.Sprintf("interrupted while it waited for its rate (%v)", err)}
 	}
 	timeout := r.opts.ToolTimeout
 	if d, ok := ag.ToolTimeouts[c.Name]; ok && d > 0 {

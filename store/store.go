@@ -100,7 +100,8 @@ type Runs interface {
 	// last step), reading only what those steps need.
 	StepsFrom(ctx context.Context, runID string, from int, fn func(StepRecord) error) error
 	// ListRuns returns the runs f selects, newest first (by creation time,
-	// then by id).
+	// then by id). Their Config and StartConfig are empty unless
+	// f.WithConfig.
 	ListRuns(ctx context.Context, f Filter) ([]RunInfo, error)
 
 	// Export writes the run as one portable file (see doc.go). The same
@@ -118,6 +119,8 @@ type Memory interface {
 	// MemorySearch is a full-text search of the namespace's entities, best
 	// first: a free-text query whose words are searched for (quotes,
 	// operators and wildcards are never syntax).
+	// ns core.AllNamespaces ("*") searches every namespace (memory_search
+	// with global: true).
 	MemorySearch(ctx context.Context, ns, query string, limit int) ([]core.MemoryHit, error)
 	// MemoryCreate upserts entities (new observations appended) and
 	// relations; a relation to an entity not stored yet creates it bare.

@@ -115,6 +115,12 @@ type RunInfo struct {
 	Lease Lease
 	// RetryAt is, for a stalled run, when the next attempt may start.
 	RetryAt time.Time
+	// StallAttempts counts the run's stalls in a row: set with each stall
+	// (StatusChange.StallAttempts), kept while the run is retried, reset
+	// to 0 when the run makes progress (a checkpoint that changes its
+	// status, or SetStatus running with 0). The shell's stall backoff
+	// grows with it.
+	StallAttempts int
 	// CancelReason, when not empty, is a cancellation someone requested
 	// (Runs.RequestCancel) for the run's driver to act on at its next step.
 	CancelReason string
@@ -145,6 +151,11 @@ type Filter struct {
 	// Before, when set, selects only the runs that come after this one in
 	// the listing order (newest first): the cursor of the next page.
 	Before *Cursor
+	// WithConfig reads each run's Config and StartConfig (whole agent
+	// sources); a listing leaves them empty otherwise, so that listing runs
+	// costs what it shows, not what their agent files weigh (Run reads
+	// them for one run).
+	WithConfig bool
 }
 
 // Cursor is a position in the listing order of runs (ListRuns): the run
@@ -165,6 +176,12 @@ type StatusChange struct {
 	// RetryAt is, for a stalled run, when the next attempt may start
 	// (zero: at once).
 	RetryAt time.Time
+	// StallAttempts is the run's stall count to record (RunInfo.StallAttempts).
+	// For StatusStalled it is this stall's number in a row, 0 meaning one
+	// more than the count stored; for StatusRunning and
+	// StatusAwaitingToolResults it is the count to keep (0 resets it: the
+	// run made progress); StatusInterrupted keeps the stored count.
+	StallAttempts int
 }
 
 // Checkpoint is one step to append to a run.

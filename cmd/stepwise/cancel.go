@@ -12,13 +12,16 @@ func init() {
 	c := &command{name: "cancel", args: "RUN_ID [--reason TEXT] [--wait 30s] [--take-over] [--json]", summary: "end a paused, running, stalled or interrupted run as cancelled",
 		help: `Ends a run that has not ended: whatever it waits for (a model, a tool, external
 results) gets "cancelled", and the run ends with status cancelled (failure code
-cancelled, with --reason). A run no process drives is cancelled at once. A run another
-process drives is asked to end: its driver sees the request within a third of its
-lease (5 s by default) and ends the run before its next request, cutting a model or
-tool call in flight short; cancel waits up to --wait for that. With --take-over,
-cancel takes the run from whatever process holds it, alive or not (a warning on
-stderr names it; it can no longer write to the run), and cancels it at once; the
-take-over is recorded with the run (stepwise show lists it).
+cancelled, with --reason), never interrupted. A run no process drives (paused,
+stalled, interrupted) is cancelled at once. A run another process drives (stepwise
+run, resume, or a serve worker) is asked to end: its driver sees the request within a
+third of its lease (5 s by default), cuts the model or tool call in flight short, and
+ends the run before its next request; that process exits 1 (cancelled). Cancel waits
+up to --wait for that, and ends the run itself if its driver lets it go unended
+(interrupted by a signal, stalled) or dies. With
+--take-over, cancel takes the run from whatever process holds it, alive or not (a
+warning on stderr names it; it can no longer write to the run), and cancels it at
+once; the take-over is recorded with the run (stepwise show lists it).
 
 Exit codes: 0 the run is cancelled; 1 it had already ended (nothing to cancel);
 6 the request is recorded but the run's driver has not ended it within --wait (it

@@ -373,13 +373,19 @@ func resolutionText(r string) string {
 
 func (e *env) runErr(cmd string, err error) int {
 	fmt.Fprintf(e.stderr, "stepwise %s: %v\n", cmd, err)
+	if store.Unavailable(err) {
+		// A blip outlasted the retries, and the run could not even be
+		// marked stalled: it stalled all the same (exit 7), not failed.
+		fmt.Fprintf(e.stderr, "the store is unavailable, so the run stalled (not failed): its last checkpoint stands; once the store answers again, continue it with stepwise resume RUN_ID\n")
+		return exitStalled
+	}
 	switch {
 	case errors.Is(err, shell.ErrBusy), errors.Is(err, shell.ErrLeaseLost), errors.Is(err, shell.ErrAlreadyAnswered):
 		return exitBusy
 	case errors.Is(err, core.ErrUnknownCall), errors.Is(err, core.ErrDuplicateResult), errors.Is(err, core.ErrMissingResults),
 		errors.Is(err, core.ErrWrongResult), errors.Is(err, core.ErrNothingPending), errors.Is(err, shell.ErrNotPaused),
 		errors.Is(err, shell.ErrRunEnded), errors.Is(err, store.ErrNotFound), errors.Is(err, core.ErrInvalidConfig),
-		errors.Is(err, shell.ErrBadResults), errors.Is(err, agent.ErrInvalid):
+		errors.Is(err, shell.ErrBadResults), errors.Is(err, agent.ErrInvalid), errors.Is(err, shell.ErrInputTooLarge):
 		return exitUsage
 	}
 	return exitInternal

@@ -24,7 +24,7 @@ new run is driven by that agent file instead of the recorded one.
 		fs := e.flags(c)
 		db := e.dbFlag(fs)
 		at := fs.Int("at", -1, "the step to fork from (see stepwise show RUN_ID)")
-		resultFile := fs.String("result", "", "a different result for STEP (JSON), - for stdin")
+		resultFile := fs.String("result", "", "a different result for STEP (JSON, at most 8 MiB), - for stdin")
 		script := fs.String("script", "", "answer the new run's model calls from this JSONL script")
 		asJSON := fs.Bool("json", false, "print one JSON object (see stepwise help run)")
 		agentFile := fs.String("agent", "", "drive the new run with this agent file instead of the recorded one")
@@ -39,7 +39,7 @@ new run is driven by that agent file instead of the recorded one.
 		}
 		var res core.Result
 		if *resultFile != "" {
-			data, err := e.readInput(*resultFile)
+			data, err := e.readBounded(*resultFile, "a result file", maxResultsBytes)
 			if err != nil {
 				fmt.Fprintf(e.stderr, "stepwise fork: --result: %v\n", err)
 				return exitUsage

@@ -17,7 +17,9 @@ func init() {
 		help: `Lists runs, newest first, with status, agent, steps, age and who drives them.
 A run's steps is its last step's seq, the number stepwise show ends its timeline
 with (step 0, the start, is not counted). A run whose driver died is shown interrupted (resume it), not running. When more runs
-match than --limit, the last line says so.
+match than --limit, the last line says so. A stalled run's NOTE says how many times in a row it
+stalled, when it is tried next and why ("stall_attempts", "retry_at" and "reason" in --json).
+Listing reads no run's agent file.
 
 ` + jsonStatusHelp}
 	c.run = func(e *env, args []string) int {
@@ -99,14 +101,18 @@ match than --limit, the last line says so.
 			return 0
 		}
 		w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(w, "RUN\tSTATUS\tAGENT\tSTEPS\tAGE\tDRIVEN BY")
+		fmt.Fprintln(w, "RUN\tSTATUS\tAGENT\tSTEPS\tAGE\tDRIVEN BY\tNOTE")
 		for _, r := range shown {
 			s, _ := shownStatus(r, now)
 			holder := "-"
 			if shell.Driven(r.Lease, now) {
 				holder = shell.DescribeLease(r.Lease, now)
 			}
-			fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\n", r.ID, s, r.Agent, r.LastSeq, age(now.Sub(r.Updated)), holder)
+			note := stallNote(r, now)
+			if note != "" {
+				note += ": " + oneLine(r.Reason)
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", r.ID, s, r.Agent, r.LastSeq, age(now.Sub(r.Updated)), holder, note)
 		}
 		w.Flush()
 		if more {

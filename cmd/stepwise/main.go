@@ -108,8 +108,8 @@ const exitCodesHelp = `Exit codes:
   5  internal error (the store, the disk)
   6  busy: another process drives the run, or took it over, or already answered
      its pause (retry later, or pass --wait DURATION)
-  7  the run stalled: a model or tool stayed unavailable past its retry policy, or
-     an in-doubt call waits for you (resume it later, or with --agent FILE)
+  7  the run stalled: a model, tool or the store stayed unavailable past its retry
+     policy, or an in-doubt call waits for you (resume it later, or with --agent FILE)
   8  replay --all/--runs, test: some runs could not be replayed, and none
      diverged or failed
 `

@@ -19,6 +19,7 @@ With --results, answers the run: a JSON array with one entry per call,
 answering every call a paused run waits for (unknown, duplicate or missing ids are
 refused with exit 2 and nothing changes); or, for in-doubt calls, what they did
 (result or error) or {"tool_call_id": "...", "not_run": true} (so they run now).
+A results file over 8 MiB is refused (exit 2) before it is read.
 
 With --agent, the run continues with a changed agent file (a new base_url, key
 variable, timeout), recorded with the run. A run another process drives is refused
@@ -36,7 +37,7 @@ recorded with the run (stepwise show lists it).
 	c.run = func(e *env, args []string) int {
 		fs := e.flags(c)
 		db := e.dbFlag(fs)
-		results := fs.String("results", "", "tool results file (JSON array), - for stdin")
+		results := fs.String("results", "", "tool results file (JSON array, at most 8 MiB), - for stdin")
 		asJSON := fs.Bool("json", false, "print one JSON object (see stepwise help run)")
 		script := fs.String("script", "", "answer the primary model from this JSONL script (relative to the current directory)")
 		agentFile := fs.String("agent", "", "continue with this agent file instead of the run's recorded agent")
@@ -52,7 +53,7 @@ recorded with the run (stepwise show lists it).
 		}
 		var ans *shell.Answers
 		if *results != "" {
-			data, err := e.readInput(*results)
+			data, err := e.readBounded(*results, "a results file", maxResultsBytes)
 			if err != nil {
 				fmt.Fprintf(e.stderr, "stepwise resume: --results: %v\n", err)
 				return exitUsage

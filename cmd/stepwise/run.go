@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/stepwise-agent/stepwise/shell"
 	"github.com/stepwise-agent/stepwise/shell/agent"
 )
 
@@ -17,7 +18,9 @@ time, its retries with their reason and the reply as it streams (--quiet: none o
 answer goes to stdout.
 A paused run prints its pending calls (id, name, arguments) and exits 3; a run whose
 model or tools stay unavailable past their retry policy stalls and exits 7.
-Without INPUT the input is read from stdin; an empty input is refused.
+Without INPUT the input is read from stdin; an empty input is refused, and so is
+one over 2 MiB (a quarter of the agent's limits.max_state_bytes; exit 2, nothing
+stored). The agent file may be at most 1 MiB.
 
 ` + jsonStatusHelp}
 	c.run = func(e *env, args []string) int {
@@ -35,13 +38,18 @@ Without INPUT the input is read from stdin; an empty input is refused.
 			return code
 		}
 		var input string
+		maxInput := int64(shell.InputLimit(spec.Config))
 		if len(pos) == 2 {
 			input = pos[1]
+			if int64(len(input)) > maxInput {
+				fmt.Fprintf(e.stderr, "stepwise run: %v\n", &tooLargeError{what: "the input", size: int64(len(input)), limit: maxInput})
+				return exitUsage
+			}
 		} else {
 			if isTerminal(e.stdin) {
 				fmt.Fprintln(e.stderr, "stepwise run: reading the input from stdin; end it with Ctrl-D (or pass it as an argument)")
 			}
-			b, err := e.readInput("-")
+			b, err := e.readBounded("-", "the input", maxInput)
 			if err != nil {
 				fmt.Fprintf(e.stderr, "stepwise run: read input: %v\n", err)
 				return exitUsage

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/stepwise-agent/stepwise/core"
@@ -67,9 +68,12 @@ type jsonRun struct {
 	Failure      *jsonFailure `json:"failure,omitempty"`
 	Reason       string       `json:"reason,omitempty"`
 	RetryAt      string       `json:"retry_at,omitempty"`
-	ParentID     string       `json:"parent_id,omitempty"`
-	ParentStep   int          `json:"parent_step,omitempty"`
-	Holder       *jsonHolder  `json:"holder"`
+	// StallAttempts is the run's stall count in a row (0: it has not
+	// stalled since it last made progress).
+	StallAttempts int         `json:"stall_attempts,omitempty"`
+	ParentID      string      `json:"parent_id,omitempty"`
+	ParentStep    int         `json:"parent_step,omitempty"`
+	Holder        *jsonHolder `json:"holder"`
 	// TakeOvers are the operators' forced take-overs of the run's lease
 	// (resume/cancel --take-over), one line each.
 	TakeOvers []string `json:"take_overs,omitempty"`
@@ -102,7 +106,7 @@ func runJSON(ri store.RunInfo, now time.Time, withInput bool) jsonRun {
 	status, note := shownStatus(ri, now)
 	j := jsonRun{ID: ri.ID, Agent: ri.Agent, Status: string(status), Note: note, Steps: ri.LastSeq,
 		Created: ri.Created.UTC().Format(time.RFC3339Nano), Updated: ri.Updated.UTC().Format(time.RFC3339Nano),
-		Answer: ri.Answer, Reason: ri.Reason, ParentID: ri.ParentID, ParentStep: ri.ParentStep, Holder: holderJSON(ri.Lease, now), Pending: []jsonCall{}}
+		Answer: ri.Answer, Reason: ri.Reason, StallAttempts: ri.StallAttempts, ParentID: ri.ParentID, ParentStep: ri.ParentStep, Holder: holderJSON(ri.Lease, now), Pending: []jsonCall{}}
 	if status != ri.Status {
 		j.StoredStatus = string(ri.Status)
 	}
@@ -117,4 +121,20 @@ func runJSON(ri store.RunInfo, now time.Time, withInput bool) jsonRun {
 	}
 	j.TakeOvers = ri.TakeOvers
 	return j
+}
+
+// stallNote describes a stalled run's retry for people: "stall 3 in a
+// row; next try in 40s (at 2026-11-27 01:02:03)", "" for other runs.
+func stallNote(ri store.RunInfo, now time.Time) string {
+	if ri.Status != store.StatusStalled {
+		return ""
+	}
+	note := "next try now"
+	if ri.RetryAt.After(now) {
+		note = fmt.Sprintf("next try in %s (at %s)", ri.RetryAt.Sub(now).Round(time.Second), ri.RetryAt.Local().Format(time.DateTime))
+	}
+	if ri.StallAttempts > 0 {
+		note = fmt.Sprintf("stall %d in a row; %s", ri.StallAttempts, note)
+	}
+	return note
 }

@@ -21,7 +21,8 @@ the core, with the time and tokens performing it took. A run's steps are numbere
 seq from 0 (the start), and its number of steps is its last seq, as in ls and the HTTP
 API; the requests= of a state counts its requests, what max_steps bounds. Also who
 drives the run (and whether that process is alive), the calls in doubt (non-idempotent
-calls that were in flight when the run stopped) and the agent changes. --step N shows
+calls that were in flight when the run stopped), the agent changes, and for a stalled
+run why it stalled, how many times in a row, and when it is tried next. --step N shows
 one step in full: the result, the action, the state and the conversation. --json
 prints the same as one JSON object; each of its "steps" has seq, result (the result it
 folded in, as show --step N and the HTTP API's /steps give it), action, and
@@ -113,7 +114,9 @@ the next step's result.
 			fmt.Fprintf(e.stdout, "answer: %s\n", info.Answer)
 		case store.StatusFailed, store.StatusCancelled:
 			fmt.Fprintf(e.stdout, "%s (%s): %s\n", info.Status, info.FailCode, info.Reason)
-		case store.StatusStalled, store.StatusInterrupted:
+		case store.StatusStalled:
+			fmt.Fprintf(e.stdout, "%s (%s): %s\n", info.Status, stallNote(info, now), info.Reason)
+		case store.StatusInterrupted:
 			fmt.Fprintf(e.stdout, "%s: %s\n", info.Status, info.Reason)
 		}
 		return 0

@@ -62,7 +62,9 @@ Percentiles are nearest-rank. Tools and agents are listed by name.`}
 		} else if infos, err = st.ListRuns(ctx, store.Filter{Agent: *agentName}); err != nil {
 			return e.storeErr(c.name, err)
 		}
-		var runs []*telemetry.Run
+		// Each run is read and counted in turn: one run's steps are in
+		// memory at a time, however many runs are selected.
+		t := newTally()
 		for _, info := range infos {
 			if s, _ := shownStatus(info, now); (want != "" && s != want) || (*agentName != "" && info.Agent != *agentName) || info.Created.Before(from) {
 				continue
@@ -71,9 +73,9 @@ Percentiles are nearest-rank. Tools and agents are listed by name.`}
 			if err != nil {
 				return e.storeErr(c.name, err)
 			}
-			runs = append(runs, run)
+			t.add(run)
 		}
-		s := summarize(runs)
+		s := t.stats()
 		if *asJSON {
 			return e.writeJSON(s)
 		}
@@ -139,39 +141,63 @@ type latencies struct {
 
 // summarize counts and times the calls of runs.
 func summarize(runs []*telemetry.Run) stats {
-	tools := map[string]*toolStats{}
-	agents := map[string]*agentStats{}
+	t := newTally()
 	for _, r := range runs {
-		a := agents[r.Info.Agent]
-		if a == nil {
-			a = &agentStats{Name: r.Info.Agent}
-			agents[r.Info.Agent] = a
-		}
-		a.Runs++
-		a.Steps += r.Info.LastSeq
-		a.Tokens.Prompt += r.Last.Counters.PromptTokens
-		a.Tokens.Completion += r.Last.Counters.CompletionTokens
-		a.run = append(a.run, r.End.Sub(r.Info.Created))
-		for _, c := range r.Calls {
-			switch c.Kind {
-			case telemetry.KindChat:
-				a.ModelCalls++
-				a.model = append(a.model, c.Duration())
-			case telemetry.KindTool:
-				t := tools[c.Name]
-				if t == nil {
-					t = &toolStats{Name: c.Name}
-					tools[c.Name] = t
-				}
-				t.Calls++
-				if c.Failed {
-					t.Errors++
-				}
-				t.times = append(t.times, c.Duration())
+		t.add(r)
+	}
+	return t.stats()
+}
+
+// tally is stats being counted, one run at a time; it keeps the samples
+// of the latencies, not the runs.
+type tally struct {
+	runs   int
+	tools  map[string]*toolStats
+	agents map[string]*agentStats
+}
+
+func newTally() *tally {
+	return &tally{tools: map[string]*toolStats{}, agents: map[string]*agentStats{}}
+}
+
+// add counts and times the calls of r.
+func (t *tally) add(r *telemetry.Run) {
+	t.runs++
+	tools, agents := t.tools, t.agents
+	a := agents[r.Info.Agent]
+	if a == nil {
+		a = &agentStats{Name: r.Info.Agent}
+		agents[r.Info.Agent] = a
+	}
+	a.Runs++
+	a.Steps += r.Info.LastSeq
+	a.Tokens.Prompt += r.Last.Counters.PromptTokens
+	a.Tokens.Completion += r.Last.Counters.CompletionTokens
+	a.run = append(a.run, r.End.Sub(r.Info.Created))
+	for _, c := range r.Calls {
+		switch c.Kind {
+		case telemetry.KindChat:
+			a.ModelCalls++
+			a.model = append(a.model, c.Duration())
+		case telemetry.KindTool:
+			ts := tools[c.Name]
+			if ts == nil {
+				ts = &toolStats{Name: c.Name}
+				tools[c.Name] = ts
 			}
+			ts.Calls++
+			if c.Failed {
+				ts.Errors++
+			}
+			ts.times = append(ts.times, c.Duration())
 		}
 	}
-	s := stats{Runs: len(runs), Tools: []toolStats{}, Agents: []agentStats{}}
+}
+
+// stats is what has been counted.
+func (t *tally) stats() stats {
+	tools, agents := t.tools, t.agents
+	s := stats{Runs: t.runs, Tools: []toolStats{}, Agents: []agentStats{}}
 	for _, name := range slices.Sorted(maps.Keys(tools)) {
 		t := tools[name]
 		t.Latency = latencyOf(t.times)

@@ -19,7 +19,22 @@ import (
 // exponent. Every problem is reported in one error, sorted by argument path,
 // in words a model can correct from. The input is never modified.
 func (s *Schema) Validate(args map[string]any, rejectUnknown bool) (map[string]any, error) {
-	v := &argChecker{rejectUnknown: rejectUnknown}
+	return s.Check(args, Checks{RejectUnknown: rejectUnknown})
+}
+
+// Checks are the options of a validation beyond the schema itself.
+type Checks struct {
+	// RejectUnknown refuses unknown properties instead of dropping them.
+	RejectUnknown bool
+	// StrictNumbers refuses a number written with a fraction or an
+	// exponent (5.0, 5e0) where the schema says integer, which JSON
+	// Schema's own rule accepts.
+	StrictNumbers bool
+}
+
+// Check is Validate with the options c.
+func (s *Schema) Check(args map[string]any, c Checks) (map[string]any, error) {
+	v := &argChecker{rejectUnknown: c.RejectUnknown, strictNumbers: c.StrictNumbers}
 	out := v.value(s, args, nil, true)
 	if len(v.errs) > 0 {
 		return nil, v.result()
@@ -31,6 +46,7 @@ func (s *Schema) Validate(args map[string]any, rejectUnknown bool) (map[string]a
 // argChecker walks a value and its schema together, collecting problems.
 type argChecker struct {
 	rejectUnknown bool
+	strictNumbers bool
 	isDefault     bool // checking a schema's default: the empty path is "the default"
 	errs          []argError
 }
@@ -70,7 +86,7 @@ func (v *argChecker) result() argErrors {
 
 // sub returns a checker with the same policy and no problems yet.
 func (v *argChecker) sub() *argChecker {
-	return &argChecker{rejectUnknown: v.rejectUnknown, isDefault: v.isDefault}
+	return &argChecker{rejectUnknown: v.rejectUnknown, strictNumbers: v.strictNumbers, isDefault: v.isDefault}
 }
 
 // value checks val against s at path p. With rewrite it returns the
@@ -88,6 +104,11 @@ func (v *argChecker) value(s *Schema, val any, p argPath, rewrite bool) any {
 	}
 	if s.types != nil && !typeAllowed(s.types, kind) {
 		v.add(typeError(v.lead(p), p, s.types, val))
+		return val
+	}
+	if n, isNum := val.(json.Number); isNum && v.strictNumbers && kind == "integer" && !slices.Contains(s.types, "number") &&
+		strings.ContainsAny(n.String(), ".eE") {
+		v.addf(p, "expected an integer written without a fraction or an exponent, found %s", clip(n.String()))
 		return val
 	}
 	if s.enum != nil && !slices.ContainsFunc(s.enum, func(e any) bool { return jsonEqual(e, val) }) {

@@ -285,3 +285,38 @@ func TestSchemaPathOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestStrictNumbers: with StrictNumbers an integer written with a fraction
+// or an exponent is refused where the schema says integer (and only there);
+// without, JSON Schema's rule holds and it is normalized.
+func TestStrictNumbers(t *testing.T) {
+	s, err := Compile([]byte(`{"type": "object", "properties": {"limit": {"type": "integer"}, "ratio": {"type": "number"},
+		"ids": {"type": "array", "items": {"type": "integer"}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	decode := func(text string) map[string]any {
+		args, err := DecodeArgs(text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return args
+	}
+	for _, text := range []string{`{"limit": 5.0}`, `{"limit": 5e0}`, `{"limit": 50E-1}`, `{"ids": [1, 2.0]}`} {
+		if _, err := s.Check(decode(text), Checks{StrictNumbers: true}); err == nil || !strings.Contains(err.Error(), "without a fraction or an exponent") {
+			t.Errorf("%s under strict numbers: %v", text, err)
+		}
+		got, err := s.Validate(decode(text), false)
+		if err != nil {
+			t.Errorf("%s without strict numbers: %v", text, err)
+		}
+		if b, _ := json.Marshal(got); strings.ContainsAny(string(b), ".eE") {
+			t.Errorf("%s was not normalized: %s", text, b)
+		}
+	}
+	for _, text := range []string{`{"limit": 5}`, `{"ratio": 5.0}`, `{"ratio": 5e3}`, `{"ids": [1, 2]}`, `{"limit": -0}`} {
+		if _, err := s.Check(decode(text), Checks{StrictNumbers: true}); err != nil {
+			t.Errorf("%s under strict numbers: %v", text, err)
+		}
+	}
+}

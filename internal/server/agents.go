@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -78,7 +79,10 @@ func (a *agents) byName(name string) (*shell.Agent, *agent.Spec, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	data, err := os.ReadFile(p)
+	data, err := agent.ReadFile(p)
+	if errors.Is(err, agent.ErrTooLarge) {
+		return nil, nil, errorf(http.StatusUnprocessableEntity, codeInvalidAgent, "%v", err)
+	}
 	if err != nil {
 		return nil, nil, errorf(http.StatusNotFound, codeUnknownAgent, "no agent %q in the agents directory", name)
 	}

@@ -83,6 +83,9 @@ type apiRun struct {
 	Failure      *apiFailure `json:"failure,omitempty"`
 	Reason       string      `json:"reason,omitempty"`
 	RetryAt      string      `json:"retry_at,omitempty"`
+	// StallAttempts is the run's stall count in a row (absent: it has not
+	// stalled since it last made progress).
+	StallAttempts int `json:"stall_attempts,omitempty"`
 	// CancelRequested is the reason of a cancellation requested of the
 	// run's driver and not yet acted on.
 	CancelRequested string       `json:"cancel_requested,omitempty"`
@@ -110,7 +113,7 @@ func shownStatus(ri store.RunInfo, now time.Time) store.Status {
 
 func runOf(ri store.RunInfo, now time.Time) apiRun {
 	r := apiRun{ID: ri.ID, Agent: ri.Agent, Status: string(shownStatus(ri, now)), Created: stamp(ri.Created), Updated: stamp(ri.Updated),
-		Input: ri.Input, Answer: ri.Answer, Reason: ri.Reason, Steps: ri.LastSeq, Pending: []apiCall{}}
+		Input: ri.Input, Answer: ri.Answer, Reason: ri.Reason, StallAttempts: ri.StallAttempts, Steps: ri.LastSeq, Pending: []apiCall{}}
 	if r.Status != string(ri.Status) {
 		r.StoredStatus = string(ri.Status)
 	}

@@ -105,6 +105,7 @@ func TestInspectorInBrowser(t *testing.T) {
 	}
 	want(t, f.do("POST", "/v1/runs", map[string]any{"agent": "quick", "input": "hi", "options": map[string]string{"wait": "5s"}}, auth...), http.StatusCreated)
 	byMouse, byKeys := paused(), paused()
+	stalled := stallRun(t, f, paused())
 	r := f.do("POST", "/v1/runs", map[string]any{"agent": "streamer", "input": "hi"}, auth...)
 	want(t, r, http.StatusCreated)
 	var streamed apiRun
@@ -121,7 +122,7 @@ func TestInspectorInBrowser(t *testing.T) {
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 10 * time.Second
 	cmd.Env = append(os.Environ(), "STEPWISE_URL="+f.url, "STEPWISE_TOKEN="+token, "CHROMIUM="+chromium,
-		"RUN_CLICK="+byMouse, "RUN_KEYS="+byKeys, "RUN_STREAM="+streamed.ID, "SHOTS="+shots)
+		"RUN_CLICK="+byMouse, "RUN_KEYS="+byKeys, "RUN_STREAM="+streamed.ID, "RUN_STALLED="+stalled, "SHOTS="+shots)
 	cmd.Stderr = &logWriter{t: t}
 	out, err := cmd.StdoutPipe()
 	if err != nil {

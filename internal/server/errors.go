@@ -77,6 +77,8 @@ func classify(err error) *apiError {
 		return &apiError{http.StatusBadRequest, codeInvalidResults, err.Error()}
 	case errors.Is(err, agent.ErrInvalid), errors.Is(err, core.ErrInvalidConfig):
 		return &apiError{http.StatusUnprocessableEntity, codeInvalidAgent, err.Error()}
+	case errors.Is(err, shell.ErrInputTooLarge):
+		return &apiError{http.StatusRequestEntityTooLarge, codeTooLarge, err.Error()}
 	}
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {

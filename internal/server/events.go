@@ -75,9 +75,10 @@ func (h *hub) Event(e shell.Event) {
 	}
 }
 
-// isLive reports an event of a model call in flight.
+// isLive reports an event of a model call in flight, or a running tool's
+// progress (MCP progress, a command's output lines as they come).
 func isLive(e shell.Event) bool {
-	return e.Kind == "calling" || e.Kind == "delta" || (e.Kind == "retry" && e.Index > 0)
+	return e.Kind == "calling" || e.Kind == "delta" || (e.Kind == "retry" && e.Index > 0) || e.Kind == "progress"
 }
 
 func (sub *subscriber) poke() {

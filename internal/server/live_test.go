@@ -213,3 +213,57 @@ func mustJSON(v any) []byte {
 	b, _ := json.Marshal(v)
 	return b
 }
+
+// TestEventsCarryToolOutputAsItComes: a command tool's output lines reach
+// a run's event stream as live "progress" events while the tool runs (no
+// id: they are not stored), before the step that holds its result.
+func TestEventsCarryToolOutputAsItComes(t *testing.T) {
+	dir := agentsDir(t)
+	os.WriteFile(filepath.Join(dir, "chatty.jsonl"), []byte(`{"tool_calls": [{"id": "c1", "name": "chatty", "arguments": {}}]}
+{"text": "done"}
+`), 0o644)
+	os.WriteFile(filepath.Join(dir, "chatty.toml"), []byte(`name = "chatty"
+[models.primary]
+provider = "script"
+script = "chatty.jsonl"
+[[tools]]
+name = "chatty"
+command = ["sh", "-c", "sleep 0.5; echo first line; sleep 0.3; echo second line"]
+idempotent = true
+`), 0o644)
+	f := newFixture(t, Config{Workers: 1, AgentsDir: dir})
+	var run apiRun
+	f.do("POST", "/v1/runs", map[string]any{"agent": "chatty", "input": "go"}).json(t, &run)
+	next, closeStream := f.openStream(run.ID, "")
+	defer closeStream()
+	var progress []string
+	resultStep := -1
+	for {
+		ev, ok := next()
+		if !ok {
+			t.Fatal("the stream ended early")
+		}
+		switch ev.kind {
+		case "progress":
+			if ev.id != "" {
+				t.Errorf("a progress event has an id: %q", ev.id)
+			}
+			var le struct{ Text string }
+			json.Unmarshal([]byte(ev.data), &le)
+			progress = append(progress, le.Text)
+		case "step":
+			if strings.Contains(ev.data, "first line") && resultStep < 0 {
+				resultStep = len(progress)
+			}
+		}
+		if ev.kind == "end" {
+			break
+		}
+	}
+	if len(progress) != 2 || !strings.Contains(progress[0], "first line") || !strings.Contains(progress[1], "second line") {
+		t.Fatalf("progress events %q", progress)
+	}
+	if resultStep != 2 {
+		t.Fatalf("the step with the result came after %d progress events, want after both", resultStep)
+	}
+}

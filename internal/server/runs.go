@@ -410,15 +410,18 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	opts := s.cfg.Runner
-	opts.Owner, opts.Observer = s.owner, shell.Join(s.hub, s.cfg.Runner.Observer)
-	if s.interruptLocal(id) {
-		opts.Wait = s.cfg.Grace // the drive here lets the run go at once
-	}
+	// A run a worker here drives ends at once (the runner tells its drive);
+	// one another server drives is asked to end, and that server's
+	// heartbeat finds the request within a third of the lease's TTL. With
+	// take_over, the run is taken from its holder whoever it is (a drive
+	// here is fenced out) and cancelled at once.
+	runner := s.runner
 	if req.TakeOver {
+		opts := s.runnerOpts
 		opts.TakeOver = "POST /v1/runs/{id}/cancel with take_over"
+		runner = shell.NewRunner(s.cfg.Store, &opts)
 	}
-	if _, err := shell.NewRunner(s.cfg.Store, &opts).Cancel(r.Context(), ag, id, req.Reason); err != nil {
+	if _, err := runner.Cancel(r.Context(), ag, id, req.Reason); err != nil {
 		if errors.Is(err, shell.ErrCancelRequested) {
 			// Another server drives it: it ends the run at its next step.
 			s.respondRun(w, r, id, http.StatusAccepted, 0)

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"mime"
 	"net"
 	"net/http"
@@ -14,7 +13,6 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/stepwise-agent/stepwise/store"
@@ -193,33 +191,7 @@ func serverWriter(w http.ResponseWriter) *errorWriter {
 // unavailable reports whether err says the store cannot be reached now (a
 // connection refused, reset or timed out, a database restarting or out of
 // space), as opposed to a fault in a request or a record.
-func unavailable(err error) bool {
-	var ne net.Error
-	if errors.As(err, &ne) {
-		return true
-	}
-	for _, e := range []error{syscall.ECONNREFUSED, syscall.ECONNRESET, syscall.EPIPE, syscall.ENOSPC, syscall.ETIMEDOUT, io.ErrUnexpectedEOF} {
-		if errors.Is(err, e) {
-			return true
-		}
-	}
-	// PostgreSQL's classes 08 (connection exception), 53 (insufficient
-	// resources) and 57P (the server shutting down or restarting), read
-	// through the SQLSTATE method of the driver's error.
-	var coded interface{ SQLState() string }
-	if errors.As(err, &coded) {
-		c := coded.SQLState()
-		return strings.HasPrefix(c, "08") || strings.HasPrefix(c, "53") || strings.HasPrefix(c, "57P")
-	}
-	// A driver that reports a lost connection only in words.
-	msg := strings.ToLower(err.Error())
-	for _, w := range []string{"conn closed", "connection refused", "connection reset", "broken pipe", "database is locked", "disk is full", "no space left"} {
-		if strings.Contains(msg, w) {
-			return true
-		}
-	}
-	return false
-}
+func unavailable(err error) bool { return store.Unavailable(err) }
 
 // absPath matches an absolute file path in an error's text.
 var absPath = regexp.MustCompile(`(^|[\s"'(=:])(/[^\s"':)]+)`)

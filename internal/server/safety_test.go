@@ -7,10 +7,8 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -265,20 +263,15 @@ func TestNoHostsPathsOrPidsInResponses(t *testing.T) {
 // writes answer 503 with Retry-After and the code unavailable, never the
 // driver's words; once it is back, they work again.
 func TestStoreOutageIs503(t *testing.T) {
-	u, err := url.Parse(pgtest.SchemaURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	px := newProxy(t, u.Host)
-	u.Host = px.addr()
-	st, err := postgres.Open(context.Background(), u.String(), nil)
+	dsn, px := pgtest.Proxied(t)
+	st, err := postgres.Open(context.Background(), dsn, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f := newFixture(t, Config{Workers: 1, Store: st})
 	want(t, f.do("POST", "/v1/runs", map[string]any{"agent": "quick", "input": "hi", "options": map[string]string{"wait": "5s"}}), http.StatusCreated)
 
-	px.down()
+	px.Down()
 	for _, req := range []struct {
 		method, path string
 		body         any
@@ -288,13 +281,13 @@ func TestStoreOutageIs503(t *testing.T) {
 		if r.status != http.StatusServiceUnavailable || r.code(t) != codeUnavailable || r.header.Get("Retry-After") == "" {
 			t.Errorf("%s %s during the outage: %d %s", req.method, req.path, r.status, msg)
 		}
-		for _, leak := range []string{px.addr(), "dial", "pgx", "connect", "SQLSTATE"} {
+		for _, leak := range []string{px.Addr(), "dial", "pgx", "connect", "SQLSTATE"} {
 			if strings.Contains(msg, leak) {
 				t.Errorf("%s %s tells the driver's words (%q): %s", req.method, req.path, leak, msg)
 			}
 		}
 	}
-	px.up()
+	px.Up()
 	deadline := time.Now().Add(10 * time.Second)
 	for f.do("GET", "/v1/runs", nil).status != http.StatusOK {
 		if time.Now().After(deadline) {
@@ -302,69 +295,4 @@ func TestStoreOutageIs503(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-// proxy forwards TCP connections to a database server; down closes every
-// connection and refuses new ones until up.
-type proxy struct {
-	t      *testing.T
-	target string
-	ln     net.Listener
-	mu     sync.Mutex
-	conns  []net.Conn
-	off    bool
-}
-
-func newProxy(t *testing.T, target string) *proxy {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &proxy{t: t, target: target, ln: ln}
-	go p.serve()
-	t.Cleanup(func() { ln.Close(); p.down() })
-	return p
-}
-
-func (p *proxy) addr() string { return p.ln.Addr().String() }
-
-func (p *proxy) serve() {
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		p.mu.Lock()
-		if p.off {
-			p.mu.Unlock()
-			c.Close()
-			continue
-		}
-		d, err := net.Dial("tcp", p.target)
-		if err != nil {
-			p.mu.Unlock()
-			c.Close()
-			continue
-		}
-		p.conns = append(p.conns, c, d)
-		p.mu.Unlock()
-		go func() { io.Copy(d, c); d.Close() }()
-		go func() { io.Copy(c, d); c.Close() }()
-	}
-}
-
-func (p *proxy) down() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.off = true
-	for _, c := range p.conns {
-		c.Close()
-	}
-	p.conns = nil
-}
-
-func (p *proxy) up() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.off = false
 }

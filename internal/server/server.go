@@ -97,9 +97,7 @@ type Server struct {
 	workStop context.CancelCauseFunc
 	workers  sync.WaitGroup
 
-	mu     sync.Mutex
-	active map[string]context.CancelCauseFunc // runs this server drives now
-	logMu  sync.Mutex
+	logMu sync.Mutex
 }
 
 // New makes a server; Start starts its workers.
@@ -135,8 +133,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, agents: ag, hub: newHub(), wake: make(chan struct{}, 1), ready: make(chan string, cfg.Workers), stop: make(chan struct{}),
-		active: map[string]context.CancelCauseFunc{}}
+	s := &Server{cfg: cfg, agents: ag, hub: newHub(), wake: make(chan struct{}, 1), ready: make(chan string, cfg.Workers), stop: make(chan struct{})}
 	s.streams.max = int64(cfg.MaxStreams)
 	ro := cfg.Runner
 	if ro.Owner == "" {

@@ -9,9 +9,6 @@ import (
 	"github.com/stepwise-agent/stepwise/store"
 )
 
-// errCancelRequested cuts a drive short for a cancellation.
-var errCancelRequested = errors.New("interrupted to be cancelled")
-
 // idlePoll is how often an idle server looks for work other servers made
 // runnable (or stalled runs coming due).
 const idlePoll = time.Second
@@ -129,32 +126,13 @@ func (s *Server) drive(l store.Lease, acquired time.Time) {
 		_ = s.cfg.Store.Release(context.WithoutCancel(s.workCtx), l)
 		return
 	}
-	ctx, cancel := context.WithCancelCause(s.workCtx)
-	s.mu.Lock()
-	s.active[l.RunID] = cancel
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		delete(s.active, l.RunID)
-		s.mu.Unlock()
-		cancel(nil)
-	}()
-	out, err := s.runner.Pool().Drive(ctx, ag, l, acquired, s.stop)
+	// A cancellation reaches the drive through the runner (Runner.Cancel
+	// tells a drive in this process at once), never by cutting its
+	// context short here, which would leave the run interrupted.
+	out, err := s.runner.Pool().Drive(s.workCtx, ag, l, acquired, s.stop)
 	if err != nil {
 		s.logf("run %s: %v", l.RunID, err)
 		return
 	}
 	s.logf("run %s: %s after step %d", out.RunID, out.Status, out.Steps)
-}
-
-// interruptLocal cuts short the drive of a run this server drives now,
-// for a cancellation; it reports whether there was one.
-func (s *Server) interruptLocal(runID string) bool {
-	s.mu.Lock()
-	cancel, ok := s.active[runID]
-	s.mu.Unlock()
-	if ok {
-		cancel(errCancelRequested)
-	}
-	return ok
 }

@@ -36,6 +36,8 @@ func (s *Spec) implsFor(t ToolTable, params json.RawMessage) ([]shell.Tool, erro
 			HTTPGet:   tools.HTTPGetOptions{AllowHosts: t.AllowHosts, MaxBytes: t.MaxBytes, Timeout: timeout},
 			WebSearch: tools.WebSearchOptions{Backend: t.Backend, BaseURL: t.BaseURL, APIKeyEnv: t.APIKeyEnv, MaxResults: t.MaxResults, Timeout: timeout},
 			SQLQuery:  tools.SQLQueryOptions{Path: s.Resolve(t.Path), MaxRows: t.MaxRows, Timeout: timeout},
+			Image:     tools.ImageOptions{BaseURL: t.BaseURL, APIKeyEnv: t.APIKeyEnv, Model: t.Model, Timeout: timeout},
+			Stats:     tools.SystemStatsOptions{Disk: s.Resolve(t.Path)},
 		})
 	case t.Command != nil:
 		if t.Mode != "" && t.Mode != string(core.ModeInternal) {

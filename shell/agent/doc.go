@@ -1,6 +1,10 @@
 // Package agent loads agent files (TOML) into a core.Config plus the live
 // parts the shell needs (model providers, tool implementations).
 //
+// An agent file holds at most MaxFileBytes (1 MiB): Load refuses a larger
+// one from its size before reading it, and Parse refuses larger text
+// (ErrTooLarge, which wraps ErrInvalid).
+//
 // An agent file:
 //
 //	preset = "edison"            # optional: see Presets
@@ -30,7 +34,7 @@
 //
 //	[limits]                     # max_steps, max_calls_per_turn, max_repeats, max_corrections,
 //	max_steps = 20               # max_escalations, tool_result_bytes, max_state_bytes, max_turns
-//	[policy]                     # parallel, stop_on_error, reject_unknown_args, error_prefix,
+//	[policy]                     # parallel, stop_on_error, reject_unknown_args, strict_numbers, error_prefix,
 //	                             # on_max_turns, citations
 //	[memory]                     # tools, recall, recall_limit, namespace
 //	[run]                        # tool_timeout, run_timeout, max_tool_output, in_doubt
@@ -103,7 +107,8 @@
 //	torchrl     format = "xml"; [policy] stop_on_error = true
 //	edison      format = "strict"; [limits] max_turns = 5,
 //	            max_corrections = 1; [policy] on_max_turns = "answer",
-//	            reject_unknown_args = true, citations = "sources";
+//	            strict_numbers = true, citations = "sources";
+//	            [run] tool_timeout = "12s";
 //	            [summary] items = 3, item_chars = 200, max_bytes = 900
 //
 // # Providers
@@ -204,7 +209,12 @@
 // one gets the table's timeout. web_search takes query and num_results
 // (default 5, at most max_results of its table), also accepted as
 // max_results; a call giving both with different values is an error
-// naming both.
+// naming both. generate_image takes prompt, width and height (64 to 4096,
+// 1024 by default), and steps and guidance_scale, sent only when given;
+// its table gives base_url (an OpenAI-compatible server, ending in /v1),
+// api_key_env (OPENAI_API_KEY by default), model (gpt-image-1) and
+// timeout. system_stats takes nothing; path, when given, is the directory
+// whose disk it measures (/ by default).
 //
 // # Views
 //
@@ -253,6 +263,16 @@
 // tool that is not idempotent cannot be cached, nor can an external one,
 // nor write_file (a cached call would not write; so not the files group).
 //
+// # Rates
+//
+// rate = "30/min" (N/s, N/min or N/h) in a tool table bounds how often its
+// tools run: at most N calls in any such window, counted across every run
+// of the agent in this process (an API's quota is the process's). A call
+// past it waits for its slot instead of failing; the wait shows in the
+// CLI's progress ("rate") and changes nothing stored, so a replay neither
+// waits nor differs. The wait comes before the call's timeout starts. An
+// external tool takes no rate (the caller runs it).
+//
 // # Result summaries
 //
 // [summary] (every tool) and a tool table's summary key (that table's
@@ -261,7 +281,11 @@
 // among its members): items is how many items it reads, from the first (0:
 // all), item_chars cuts each item to that many characters (0: not cut),
 // and max_bytes caps the whole text, hard (0: the tool's byte cap,
-// max_result_bytes or [limits] tool_result_bytes). A result that is not
+// max_result_bytes or [limits] tool_result_bytes). label = "Web search
+// results" writes a list on one line, "Web search results: a | b | c", an
+// object item as its members' values joined by " - " (the strict JSON
+// loop's form); a tool may declare its own label (web_search does), which
+// applies when its summary names none. A result that is not
 // list-like JSON is cut to max_bytes. With the strict format the model
 // reads each summarized result as "Tool N [name]: summary". Left out (or
 // all zero), results are only cut to their byte cap, as before. The run's

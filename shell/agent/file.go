@@ -35,9 +35,10 @@ type File struct {
 
 // Summary mirrors core.Summary: [summary], or a tool table's summary key.
 type Summary struct {
-	Items     int `toml:"items"`
-	ItemChars int `toml:"item_chars"`
-	MaxBytes  int `toml:"max_bytes"`
+	Items     int    `toml:"items"`
+	ItemChars int    `toml:"item_chars"`
+	MaxBytes  int    `toml:"max_bytes"`
+	Label     string `toml:"label"`
 }
 
 // Model configures one model role: the keys the providers read
@@ -82,6 +83,7 @@ type Policy struct {
 	Parallel          bool   `toml:"parallel"`
 	StopOnError       bool   `toml:"stop_on_error"`
 	RejectUnknownArgs bool   `toml:"reject_unknown_args"`
+	StrictNumbers     bool   `toml:"strict_numbers"`
 	NoCorrections     bool   `toml:"no_corrections"`
 	ErrorPrefix       string `toml:"error_prefix"`
 	// OnMaxTurns is fail (the default) or answer; Citations is sources,
@@ -142,6 +144,9 @@ type ToolTable struct {
 	// Cache is "run" (results reused within a run) or a duration (reused
 	// across runs of the agent for that long), for idempotent tools.
 	Cache string `toml:"cache"`
+	// Rate is "N/s", "N/min" or "N/h": at most N calls of the table's
+	// tools in that window, across this process's runs (shell.Rate).
+	Rate string `toml:"rate"`
 	// Built-in options.
 	Languages  []string `toml:"languages"`
 	Root       string   `toml:"root"`
@@ -153,6 +158,8 @@ type ToolTable struct {
 	MaxResults int      `toml:"max_results"`
 	Path       string   `toml:"path"`
 	MaxRows    int      `toml:"max_rows"`
+	// Model is generate_image's image model.
+	Model string `toml:"model"`
 }
 
 // MCPServer is one [[mcp]] entry (see the MCP support).

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -61,11 +60,12 @@ type Spec struct {
 	mcpImpls  []shell.Tool
 }
 
-// Load reads and validates the agent file at path.
+// Load reads and validates the agent file at path; a file over
+// MaxFileBytes is refused before it is read (ErrTooLarge).
 func Load(path string) (*Spec, error) {
-	data, err := os.ReadFile(path)
+	data, err := ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("read agent: %w", err)
+		return nil, err
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -80,8 +80,12 @@ func Load(path string) (*Spec, error) {
 }
 
 // Parse validates agent file text; name is used in messages, dir resolves
-// relative paths. A model's script must exist and parse.
+// relative paths. A model's script must exist and parse. Text over
+// MaxFileBytes is refused (ErrTooLarge).
 func Parse(data []byte, name, dir string) (*Spec, error) {
+	if len(data) > MaxFileBytes {
+		return nil, tooLarge(name, int64(len(data)))
+	}
 	return parse(data, name, dir, true)
 }
 

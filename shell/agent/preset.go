@@ -60,7 +60,7 @@ var presets = map[string]preset{
 		},
 	},
 	"edison": {
-		what: "the strict JSON loop: exact keys, one correction, 5 model turns then a final answer, 3 x 200 in 900 result summaries, cited sources",
+		what: "the strict JSON loop: exact types (no float for an int), unknown arguments dropped, one correction, 12 s per tool, 5 model turns then a final answer, 3 x 200 in 900 result summaries, cited sources",
 		apply: func(f *File, set func(string) bool) {
 			setString(&f.Format, "format", string(core.FormatStrict), set)
 			if !set("limits.max_turns") {
@@ -72,9 +72,12 @@ var presets = map[string]preset{
 			if !set("limits.max_corrections") {
 				f.Limits.MaxCorrections = 1
 			}
-			if !set("policy.reject_unknown_args") {
-				f.Policy.RejectUnknownArgs = true
+			// The design drops unknown arguments silently (the default)
+			// and refuses a float where it wants an int.
+			if !set("policy.strict_numbers") {
+				f.Policy.StrictNumbers = true
 			}
+			setString(&f.Run.ToolTimeout, "run.tool_timeout", "12s", set)
 			if !set("policy.citations") {
 				f.Policy.Citations = core.CiteSources
 			}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stepwise-agent/stepwise/core"
 	"github.com/stepwise-agent/stepwise/shell/agent"
@@ -48,7 +49,7 @@ func TestPresets(t *testing.T) {
 		},
 		"edison": func(t *testing.T, c core.Config) {
 			if c.Format != core.FormatStrict || c.Limits.MaxTurns != 5 || c.Policy.OnMaxTurns != core.LimitAnswer ||
-				c.Limits.MaxCorrections != 1 || !c.Policy.RejectUnknownArgs || c.Policy.Citations != core.CiteSources ||
+				c.Limits.MaxCorrections != 1 || c.Policy.RejectUnknownArgs || !c.Policy.StrictNumbers || c.Policy.Citations != core.CiteSources ||
 				c.Summary != (core.Summary{Items: 3, ItemChars: 200, MaxBytes: 900}) {
 				t.Errorf("edison: %+v %+v %+v", c.Limits, c.Policy, c.Summary)
 			}
@@ -74,6 +75,12 @@ func TestPresets(t *testing.T) {
 	s, err = presetSpec(t, "edison", "[limits]\nmax_turns = 9\n[summary]\nitems = 2")
 	if err != nil || s.Config.Limits.MaxTurns != 9 || s.Config.Summary != (core.Summary{Items: 2}) || s.Config.Limits.MaxCorrections != 1 {
 		t.Fatalf("edison with the file's own keys: %+v %+v %v", s.Config.Limits, s.Config.Summary, err)
+	}
+	if s.ToolTimeout != 12*time.Second {
+		t.Errorf("edison's tool timeout %s, want the design's 12s", s.ToolTimeout)
+	}
+	if s, err = presetSpec(t, "edison", "[run]\ntool_timeout = \"40s\"\n[policy]\nstrict_numbers = false"); err != nil || s.ToolTimeout != 40*time.Second || s.Config.Policy.StrictNumbers {
+		t.Fatalf("edison with the file's own run and policy keys: %s %+v %v", s.ToolTimeout, s.Config.Policy, err)
 	}
 	// ai_battle pairs the primary with a helper when there is one.
 	dir := t.TempDir()

@@ -17,7 +17,7 @@ import (
 // enabled reports whether a table's enabled key leaves it on (absent: on).
 func enabled(b *bool) bool { return b == nil || *b }
 
-// settings checks a [[tools]] table's view, output_schema and cache keys
+// settings checks a [[tools]] table's view, output_schema, cache and rate keys
 // and records them as the shell.ToolSettings of each tool it makes.
 // external is set for an external tool's table.
 func (s *Spec) settings(t ToolTable, specs []core.Tool, external bool) error {
@@ -63,6 +63,16 @@ func (s *Spec) settings(t ToolTable, specs []core.Tool, external bool) error {
 		p.Version = tableDigest(t)
 		set.Cache, some = &p, true
 	}
+	if t.Rate != "" {
+		if external {
+			return keyErrorf("rate", "the caller runs an external tool; its rate is the caller's to keep")
+		}
+		r, err := shell.ParseRate(t.Rate)
+		if err != nil {
+			return &keyError{"rate", err}
+		}
+		set.Rate, some = &r, true
+	}
 	if some {
 		for _, ct := range specs {
 			s.ToolSettings[ct.Name] = set
@@ -75,7 +85,7 @@ func (s *Spec) settings(t ToolTable, specs []core.Tool, external bool) error {
 // (shell.CachePolicy.Version): a digest of its canonical JSON without the
 // cache key itself, so that changing how long results are kept keeps them.
 func tableDigest(t ToolTable) string {
-	t.Cache = ""
+	t.Cache, t.Rate = "", ""  // neither changes what the tool returns
 	b, err := json.Marshal(t) // struct fields in order, map keys sorted
 	if err != nil {
 		// A value JSON cannot hold (a NaN in parameters): its text holds

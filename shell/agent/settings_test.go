@@ -282,3 +282,30 @@ idempotent = false
 		t.Fatalf("%+v %v", out, err)
 	}
 }
+
+// TestRateKey: rate = "N/unit" reaches the tool's settings; a bad rate or
+// one on an external tool is an error naming the key.
+func TestRateKey(t *testing.T) {
+	dir := scriptDir(t, "x.jsonl")
+	s, err := agent.Parse([]byte(head+`
+[[tools]]
+builtin = "system_stats"
+rate = "10/min"
+`), "t.toml", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ag, err := s.Build(context.Background(), agent.BuildOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := ag.ToolSettings["system_stats"].Rate; r == nil || *r != (shell.Rate{N: 10, Per: time.Minute}) {
+		t.Fatalf("rate %+v", r)
+	}
+	for _, extra := range []string{"[[tools]]\nbuiltin = \"system_stats\"\nrate = \"lots\"\n",
+		"[[tools]]\nname = \"ask\"\nmode = \"external\"\nrate = \"1/s\"\n"} {
+		if _, err := agent.Parse([]byte(head+"\n"+extra), "t.toml", dir); err == nil || !strings.Contains(err.Error(), "rate") {
+			t.Errorf("%q: %v", extra, err)
+		}
+	}
+}

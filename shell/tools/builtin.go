@@ -15,13 +15,15 @@ type Options struct {
 	HTTPGet   HTTPGetOptions
 	WebSearch WebSearchOptions
 	SQLQuery  SQLQueryOptions
+	Image     ImageOptions
+	Stats     SystemStatsOptions
 }
 
 // GroupFiles names read_file, write_file and list_files together.
 const GroupFiles = "files"
 
 // builtinNames are the built-in tool names, sorted.
-var builtinNames = []string{"http_get", "list_files", "read_file", "run_code", "sql_query", "web_search", "write_file"}
+var builtinNames = []string{"generate_image", "http_get", "list_files", "read_file", "run_code", "sql_query", "system_stats", "web_search", "write_file"}
 
 // Builtins returns the names of the built-in tools, sorted. (Builtin also
 // accepts GroupFiles.)
@@ -65,6 +67,12 @@ func Builtin(name string, o Options) ([]shell.Tool, error) {
 		if err = o.SQLQuery.validate(); err == nil {
 			return []shell.Tool{SQLQuery(o.SQLQuery)}, nil
 		}
+	case "generate_image":
+		if err = o.Image.validate(); err == nil {
+			return []shell.Tool{GenerateImage(o.Image)}, nil
+		}
+	case "system_stats":
+		return []shell.Tool{SystemStats(o.Stats)}, nil
 	default:
 		return nil, fmt.Errorf("%w %q; the built-ins are %s (and %q for the three file tools)",
 			ErrUnknownBuiltin, name, strings.Join(builtinNames, ", "), GroupFiles)

@@ -15,13 +15,14 @@ func allOptions(t *testing.T) Options {
 		HTTPGet:   HTTPGetOptions{AllowHosts: []string{"example.com"}},
 		WebSearch: WebSearchOptions{BaseURL: "http://127.0.0.1:1"},
 		SQLQuery:  SQLQueryOptions{Path: "x.db"},
+		Image:     ImageOptions{BaseURL: "http://127.0.0.1:1/v1"},
 	}
 }
 
 func TestBuiltins(t *testing.T) {
 	t.Parallel()
 	names := Builtins()
-	if !slices.IsSorted(names) || len(names) != 7 {
+	if !slices.IsSorted(names) || len(names) != 9 {
 		t.Errorf("Builtins() = %q", names)
 	}
 	cfg := core.DefaultConfig()
@@ -44,7 +45,7 @@ func TestBuiltins(t *testing.T) {
 		if err := json.Unmarshal(spec.Parameters, &s); err != nil {
 			t.Fatalf("%s: schema: %v", name, err)
 		}
-		if s.Type != "object" || s.Additional == nil || *s.Additional || len(s.Properties) == 0 {
+		if s.Type != "object" || s.Additional == nil || *s.Additional || (len(s.Properties) == 0) != (name == "system_stats") {
 			t.Errorf("%s: schema is not strict: %s", name, spec.Parameters)
 		}
 		if spec.Description == "" {
@@ -71,7 +72,7 @@ func TestBuiltinErrors(t *testing.T) {
 		t.Errorf("unknown name: %v", err)
 	}
 	for _, name := range Builtins() {
-		if name == "run_code" {
+		if name == "run_code" || name == "system_stats" {
 			continue // needs no options
 		}
 		if _, err := Builtin(name, Options{}); err == nil {

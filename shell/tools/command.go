@@ -182,6 +182,19 @@ const ViewEnv = "STEPWISE_VIEW"
 // idempotent tool, then the run stalls).
 const exitTempFail = 75
 
+// streamLines reports each line a tool writes as it writes it, numbered
+// (ToolProgress.Progress), when the runner listens.
+func streamLines(rc shell.RunContext) func(string) {
+	if rc.Progress == nil {
+		return nil
+	}
+	n := 0
+	return func(line string) {
+		n++
+		rc.Report(shell.ToolProgress{Progress: float64(n), Message: line})
+	}
+}
+
 func (c *command) Run(ctx context.Context, call core.ToolCall, rc shell.RunContext) core.ToolResult {
 	args, err := decodeArgMap(call.Args)
 	if err != nil {
@@ -217,6 +230,7 @@ func (c *command) Run(ctx context.Context, call core.ToolCall, rc shell.RunConte
 		stdin:     c.stdin.expand(args),
 		timeout:   c.spec.Timeout,
 		maxOutput: c.spec.MaxOutput,
+		onLine:    streamLines(rc),
 	})
 	switch {
 	case res.ctxErr != nil:

@@ -1,6 +1,9 @@
 // Package tools holds the built-in tools the shell runs itself: run_code,
-// read_file, write_file, list_files, http_get, web_search, sql_query, and
-// command tools defined in the agent config by an argv template. (The
+// read_file, write_file, list_files, http_get, web_search, sql_query,
+// generate_image (an OpenAI-compatible images endpoint; the image reaches
+// the model as an attachment), system_stats (the host's CPU, memory and
+// disk, as key=value percentages), and command tools defined in the agent
+// config by an argv template. (The
 // memory_* built-ins are not here: the runner maps them to the store.)
 //
 // Every tool implements shell.Tool. Its Spec carries a strict JSON Schema

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -23,6 +24,9 @@ type procSpec struct {
 	stdin     string   // empty: /dev/null
 	timeout   time.Duration
 	maxOutput int // bytes kept of stdout and of stderr, each
+	// onLine, when set, is told each line of stdout as it arrives
+	// (streamed partial output: live, never stored).
+	onLine func(line string)
 }
 
 // procResult is what happened to a process.
@@ -94,7 +98,11 @@ func runProcess(ctx context.Context, s procSpec) procResult {
 		}()
 	}
 	drained := make(chan struct{}, 2)
-	go drain(&res.stdout, outR, drained)
+	var out io.Writer = &res.stdout
+	if s.onLine != nil {
+		out = &lineTee{w: &res.stdout, onLine: s.onLine}
+	}
+	go drain(out, outR, drained)
 	go drain(&res.stderr, errR, drained)
 
 	waitErr := cmd.Wait()
@@ -126,10 +134,47 @@ func runProcess(ctx context.Context, s procSpec) procResult {
 	return res
 }
 
-// drain copies r into c until EOF or until r is closed.
-func drain(c *capture, r io.Reader, done chan<- struct{}) {
-	io.Copy(c, r)
+// drain copies r into w until EOF or until r is closed.
+func drain(w io.Writer, r io.Reader, done chan<- struct{}) {
+	io.Copy(w, r)
+	if t, ok := w.(*lineTee); ok {
+		t.flush()
+	}
 	done <- struct{}{}
+}
+
+// maxLiveLine bounds a streamed line; the rest of it is not streamed (the
+// stored output keeps it).
+const maxLiveLine = 300
+
+// lineTee writes to w and tells onLine each complete line on the way.
+type lineTee struct {
+	w       io.Writer
+	onLine  func(string)
+	partial []byte
+}
+
+func (t *lineTee) Write(p []byte) (int, error) {
+	n, err := t.w.Write(p)
+	for _, b := range p {
+		if b == '\n' {
+			t.flush()
+			continue
+		}
+		if len(t.partial) < maxLiveLine {
+			t.partial = append(t.partial, b)
+		}
+	}
+	return n, err
+}
+
+// flush tells the line held so far, if it has more than white space.
+func (t *lineTee) flush() {
+	line := strings.TrimRight(strings.ToValidUTF8(string(t.partial), "\uFFFD"), "\r \t")
+	t.partial = t.partial[:0]
+	if strings.TrimSpace(line) != "" {
+		t.onLine(line)
+	}
 }
 
 // killGroup sends SIGKILL to the process group led by pid. A group that is

@@ -185,7 +185,7 @@ type runCodeArgs struct {
 	Timeout int `json:"timeout"`
 }
 
-func (t *runCode) Run(ctx context.Context, call core.ToolCall, _ shell.RunContext) core.ToolResult {
+func (t *runCode) Run(ctx context.Context, call core.ToolCall, rc shell.RunContext) core.ToolResult {
 	if t.err != nil {
 		return failf(call, "misconfigured: %v", t.err)
 	}
@@ -235,6 +235,7 @@ func (t *runCode) Run(ctx context.Context, call core.ToolCall, _ shell.RunContex
 		}, t.opts.Env),
 		timeout:   timeout,
 		maxOutput: t.opts.MaxOutput,
+		onLine:    streamLines(rc),
 	})
 	switch {
 	case res.ctxErr != nil:

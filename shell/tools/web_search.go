@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -110,8 +111,9 @@ type webSearch struct {
 }
 
 // WebSearch returns the web_search tool: it asks the configured backend
-// and returns a numbered list of title, URL and snippet. Sources holds the
-// URLs. An error status or a malformed answer from the backend is an error
+// and returns a JSON list of results ({"title", "url", "snippet"}, one a
+// line), which summaries shorten ("Web search results: a | b | c" under
+// a summary, its declared SummaryLabel). Sources holds the URLs. An error status or a malformed answer from the backend is an error
 // the model sees. Idempotent.
 //
 // Its arguments: query, and num_results (how many results; default
@@ -128,7 +130,7 @@ func WebSearch(opts WebSearchOptions) shell.Tool {
 func (t *webSearch) Spec() core.Tool {
 	return core.Tool{
 		Name:        "web_search",
-		Description: "Search the web. Returns a numbered list of results, each a title, URL and snippet; fetch a page for more.",
+		Description: "Search the web. Returns a JSON list of results, each a title, url and snippet; fetch a page for more.",
 		Parameters: objectSchema([]prop{
 			{"query", map[string]any{"type": "string", "minLength": 1, "description": "the search terms"}},
 			{"num_results", map[string]any{"type": "integer", "minimum": 1, "maximum": t.opts.MaxResults,
@@ -136,7 +138,8 @@ func (t *webSearch) Spec() core.Tool {
 			{"max_results", map[string]any{"type": "integer", "minimum": 1, "maximum": t.opts.MaxResults,
 				"description": "another name for num_results; give one of the two"}},
 		}, "query"),
-		Idempotent: true,
+		Idempotent:   true,
+		SummaryLabel: "Web search results",
 	}
 }
 
@@ -230,16 +233,45 @@ func (t *webSearch) Run(ctx context.Context, call core.ToolCall, _ shell.RunCont
 	if len(hits) == 0 {
 		return core.ToolResult{CallID: call.ID, Output: fmt.Sprintf("no results for %q", a.Query)}
 	}
-	var b strings.Builder
 	sources := make([]string, 0, len(hits))
-	for i, h := range hits {
-		fmt.Fprintf(&b, "%d. %s\n   %s\n", i+1, h.Title, h.URL)
-		if h.Snippet != "" {
-			fmt.Fprintf(&b, "   %s\n", h.Snippet)
-		}
+	for _, h := range hits {
 		sources = append(sources, h.URL)
 	}
-	return core.ToolResult{CallID: call.ID, Output: strings.TrimSuffix(b.String(), "\n"), Sources: sources}
+	return core.ToolResult{CallID: call.ID, Output: hitsJSON(hits), Sources: sources}
+}
+
+// hitsJSON writes results as a JSON array, one object a line, members in
+// the order title, url, snippet (an empty snippet left out), no HTML
+// escaping: structured, so that summaries read it as a list (the strict
+// JSON loop's "Web search results: a | b | c") and citations its URLs.
+func hitsJSON(hits []searchHit) string {
+	var b strings.Builder
+	b.WriteString("[")
+	for i, h := range hits {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString("\n {\"title\": ")
+		b.WriteString(jsonText(h.Title))
+		b.WriteString(", \"url\": ")
+		b.WriteString(jsonText(h.URL))
+		if h.Snippet != "" {
+			b.WriteString(", \"snippet\": ")
+			b.WriteString(jsonText(h.Snippet))
+		}
+		b.WriteString("}")
+	}
+	b.WriteString("\n]")
+	return b.String()
+}
+
+// jsonText is s as a JSON string, without HTML escaping.
+func jsonText(s string) string {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s)
+	return strings.TrimSuffix(buf.String(), "\n")
 }
 
 // searxng asks a SearxNG instance: GET /search?q=...&format=json.

@@ -55,9 +55,9 @@ func TestWebSearchSearxNG(t *testing.T) {
 	srv := f.serve(t)
 	tool := WebSearch(WebSearchOptions{BaseURL: srv.URL + "/"})
 	res := run(t, tool, `{"query":"go lang & co","num_results":3}`)
-	want := "1. The Go Programming Language\n   https://go.dev/\n   Go is an open source programming language & more.\n" +
-		"2. (untitled)\n   https://pkg.go.dev/\n" +
-		"3. Third\n   https://example.com/3\n   three"
+	want := "[\n {\"title\": \"The Go Programming Language\", \"url\": \"https://go.dev/\", \"snippet\": \"Go is an open source programming language & more.\"},\n" +
+		" {\"title\": \"(untitled)\", \"url\": \"https://pkg.go.dev/\"},\n" +
+		" {\"title\": \"Third\", \"url\": \"https://example.com/3\", \"snippet\": \"three\"}\n]"
 	if res.Output != want || res.Error != "" {
 		t.Errorf("got\n%s\n(error %q)\nwant\n%s", res.Output, res.Error, want)
 	}
@@ -90,7 +90,7 @@ func TestWebSearchBrave(t *testing.T) {
 	srv := f.serve(t)
 	tool := WebSearch(WebSearchOptions{Backend: BackendBrave, BaseURL: srv.URL, APIKeyEnv: "STEPWISE_TEST_BRAVE_KEY"})
 	res := run(t, tool, `{"query":"brave","max_results":2}`)
-	want := "1. Brave one\n   https://one.example/\n   first \"hit\"\n2. Brave two\n   https://two.example/\n   second"
+	want := "[\n {\"title\": \"Brave one\", \"url\": \"https://one.example/\", \"snippet\": \"first \\\"hit\\\"\"},\n {\"title\": \"Brave two\", \"url\": \"https://two.example/\", \"snippet\": \"second\"}\n]"
 	if res.Output != want || res.Error != "" {
 		t.Errorf("got\n%s\n(error %q)\nwant\n%s", res.Output, res.Error, want)
 	}

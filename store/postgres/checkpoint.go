@@ -137,7 +137,7 @@ func (s *Postgres) checkpoint(ctx context.Context, l store.Lease, cp store.Check
 			case core.Fail:
 				code, reason = a.Code, a.Reason
 			}
-			b.Queue(`UPDATE runs SET status = $1, updated_ns = $2, answer = $3, fail_code = $4, reason = $5, retry_ns = 0
+			b.Queue(`UPDATE runs SET status = $1, updated_ns = $2, answer = $3, fail_code = $4, reason = $5, retry_ns = 0, stall_attempts = 0
 				WHERE rk = $6 AND lease_token = $7 AND lease_owner = $8`,
 				string(status), row.Created, []byte(answer), string(code), []byte(reason), t.RK, l.Token, l.Owner)
 		}

@@ -41,7 +41,7 @@ const searchSQL = `WITH t AS (SELECT w, i FROM unnest($2::text[]) WITH ORDINALIT
 		ARRAY(SELECT coalesce((SELECT cardinality(u.positions) FROM unnest(e.fts_type) u WHERE u.lexeme = t.w), 0) FROM t ORDER BY t.i),
 		ARRAY(SELECT coalesce((SELECT cardinality(u.positions) FROM unnest(e.fts_obs) u WHERE u.lexeme = t.w), 0) FROM t ORDER BY t.i)
 	FROM mem_entities e
-	WHERE e.ns = $1 AND (e.fts_name @@ $3::text::tsquery OR e.fts_type @@ $3::text::tsquery OR e.fts_obs @@ $3::text::tsquery)`
+	WHERE (e.ns = $1 OR $1 = '*') AND (e.fts_name @@ $3::text::tsquery OR e.fts_type @@ $3::text::tsquery OR e.fts_obs @@ $3::text::tsquery)`
 
 // statsSQL reads the totals and, per word ($1, as tsquery literals) and
 // field, how many entities hold it (over all namespaces, as FTS4 counts).
@@ -52,7 +52,8 @@ const statsSQL = `WITH t AS (SELECT q::tsquery AS q, i FROM unnest($1::text[]) W
 		ARRAY(SELECT (SELECT count(*) FROM mem_entities WHERE fts_obs @@ t.q) FROM t ORDER BY t.i)
 	FROM mem_totals m`
 
-// MemorySearch returns the entities of namespace ns that match query best,
+// MemorySearch returns the entities of namespace ns (every namespace for
+// core.AllNamespaces) that match query best,
 // at most limit (5 when limit <= 0), best first: by BM25 score (Score, higher
 // is better), then by name. The query is free text: its words (letters,
 // digits and marks; everything else separates words) are searched for, any

@@ -104,21 +104,29 @@ const lastStepJoin = ` JOIN LATERAL (SELECT seq, created_ns FROM steps WHERE rk 
 // runSelect reads RunInfo columns; the last step gives LastSeq and, when it
 // is later than the run's own update, Updated.
 const runSelect = `SELECT r.id, r.agent, r.config_hash,
-	coalesce((SELECT a.config FROM agent_changes a WHERE a.rk = r.rk ORDER BY a.ord DESC LIMIT 1), r.config),
+	` + currentConfig + `,
 	r.input, r.status, r.created_ns, greatest(r.updated_ns, s.created_ns),
 	r.answer, r.fail_code, r.reason, r.parent_id, r.parent_step, s.seq,
-	r.retry_ns, r.lease_owner, r.lease_token, r.lease_expires_ns, r.config, r.cancel_reason, r.takeovers
+	r.retry_ns, r.lease_owner, r.lease_token, r.lease_expires_ns, r.config, r.cancel_reason, r.stall_attempts, r.takeovers
 	FROM runs r` + lastStepJoin
+
+// currentConfig is the column of RunInfo.Config (RunInfo.StartConfig is
+// r.config).
+const currentConfig = `coalesce((SELECT a.config FROM agent_changes a WHERE a.rk = r.rk ORDER BY a.ord DESC LIMIT 1), r.config)`
+
+// listSelect is runSelect for a listing that reads no configs
+// (store.Filter.WithConfig false): an empty blob stands for each.
+var listSelect = strings.NewReplacer(currentConfig, `''::bytea`, `r.config, r.cancel_reason`, `''::bytea, r.cancel_reason`).Replace(runSelect)
 
 func scanRun(sc interface{ Scan(...any) error }) (store.RunInfo, error) {
 	var ri store.RunInfo
 	var status, failCode string
 	var input, answer, reason, cancel []byte
 	var takeovers string
-	var created, updated, retry, expires, parentStep, lastSeq int64
+	var created, updated, retry, expires, parentStep, lastSeq, stalls int64
 	err := sc.Scan(&ri.ID, &ri.Agent, &ri.ConfigHash, &ri.Config, &input, &status, &created, &updated,
 		&answer, &failCode, &reason, &ri.ParentID, &parentStep, &lastSeq,
-		&retry, &ri.Lease.Owner, &ri.Lease.Token, &expires, &ri.StartConfig, &cancel, &takeovers)
+		&retry, &ri.Lease.Owner, &ri.Lease.Token, &expires, &ri.StartConfig, &cancel, &stalls, &takeovers)
 	if err != nil {
 		return store.RunInfo{}, err
 	}
@@ -126,7 +134,7 @@ func scanRun(sc interface{ Scan(...any) error }) (store.RunInfo, error) {
 	ri.Input, ri.Answer, ri.Reason, ri.CancelReason = string(input), string(answer), string(reason), string(cancel)
 	ri.Status, ri.FailCode = store.Status(status), core.FailCode(failCode)
 	ri.Created, ri.Updated = fromNs(created), fromNs(updated)
-	ri.ParentStep, ri.LastSeq = int(parentStep), int(lastSeq)
+	ri.ParentStep, ri.LastSeq, ri.StallAttempts = int(parentStep), int(lastSeq), int(stalls)
 	ri.Steps = ri.LastSeq + 1
 	ri.Lease.RunID = ri.ID
 	if ri.Lease.Owner != "" {
@@ -183,7 +191,10 @@ func (s *Postgres) ListRuns(ctx context.Context, f store.Filter) ([]store.RunInf
 		ns, id := arg(c.Created.UnixNano()), arg(c.ID)
 		where = append(where, "(r.created_ns < "+ns+" OR (r.created_ns = "+ns+" AND r.id > "+id+"))")
 	}
-	q := runSelect
+	q := listSelect
+	if f.WithConfig {
+		q = runSelect
+	}
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
@@ -227,9 +238,11 @@ func (s *Postgres) SetStatus(ctx context.Context, l store.Lease, ch store.Status
 	if l.Owner == "" {
 		return fmt.Errorf("%s: %w", what, explainFence(ctx, s.pool, l, false))
 	}
-	ct, err := s.pool.Exec(ctx, `UPDATE runs SET status = $1, reason = $2, updated_ns = $3, retry_ns = $4
+	ct, err := s.pool.Exec(ctx, `UPDATE runs SET status = $1, reason = $2, updated_ns = $3, retry_ns = $4,
+		stall_attempts = CASE $1 WHEN 'stalled' THEN (CASE WHEN $8 > 0 THEN $8 ELSE stall_attempts + 1 END)
+			WHEN 'interrupted' THEN stall_attempts ELSE greatest($8, 0) END
 		WHERE id = $5 AND lease_owner = $6 AND lease_token = $7 AND status NOT IN ('completed', 'failed', 'cancelled')`,
-		string(ch.Status), []byte(ch.Reason), s.now().UnixNano(), retry, runID, l.Owner, l.Token)
+		string(ch.Status), []byte(ch.Reason), s.now().UnixNano(), retry, runID, l.Owner, l.Token, int64(ch.StallAttempts))
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}

@@ -46,6 +46,10 @@ type batcher struct {
 type writeReq struct {
 	ctx context.Context // the caller's: a caller gone writes nothing
 	fn  func(*wtx) error
+	// light: fn's write need not survive a power loss on its own, even
+	// with SyncCritical (a lease, a cache entry, a step that changes no
+	// status); the common checkpoint (fn nil) is light too.
+	light bool
 
 	row    codec.Row
 	rk     int64
@@ -73,7 +77,7 @@ func putWriteReq(r *writeReq) {
 	if cap(r.spare) > 1<<20 {
 		r.spare = nil
 	}
-	r.ctx, r.fn, r.row, r.rk, r.lease, r.fenced, r.err, r.committed = nil, nil, codec.Row{}, 0, store.Lease{}, false, nil, nil
+	r.ctx, r.fn, r.light, r.row, r.rk, r.lease, r.fenced, r.err, r.committed = nil, nil, false, codec.Row{}, 0, store.Lease{}, false, nil, nil
 	writeReqs.Put(r)
 }
 
@@ -139,10 +143,11 @@ func (s *SQLite) writeBatch(batch []*writeReq) {
 		return
 	}
 	defer conn.Close()
-	if s.critical && slices.ContainsFunc(batch, func(q *writeReq) bool { return q.fn != nil }) {
-		// Everything but a running run's common checkpoint (q.fn == nil)
-		// must survive a power loss: this commit syncs the WAL, which
-		// makes every commit before it durable too.
+	if s.critical && slices.ContainsFunc(batch, func(q *writeReq) bool { return q.fn != nil && !q.light }) {
+		// A write that carries a promise (a run's creation, an intent or
+		// outcome, a pause, a stall, an end; not a lease, a cache entry or
+		// a running run's step) must survive a power loss: this commit
+		// syncs the WAL, which makes every commit before it durable too.
 		if _, err := conn.ExecContext(context.Background(), "PRAGMA synchronous=FULL"); err != nil {
 			fail(fmt.Errorf("synchronous=FULL: %w", err))
 			return

@@ -48,7 +48,8 @@ func (s *SQLite) Checkpoint(ctx context.Context, l store.Lease, cp store.Checkpo
 		switch {
 		case err != nil:
 		case r.row.NewTools != nil:
-			err = s.write(ctx, "", func(tx *wtx) error {
+			// The status stays: a step like the common one.
+			err = s.writeLight(ctx, "", func(tx *wtx) error {
 				after, open, err = s.appendStep(ctx, tx, l, cp, status)
 				return err
 			})
@@ -66,7 +67,11 @@ func (s *SQLite) Checkpoint(ctx context.Context, l store.Lease, cp store.Checkpo
 		}
 		putWriteReq(r)
 	} else {
-		err = s.write(ctx, "", func(tx *wtx) error {
+		// A step that leaves a running run running (one that closes a
+		// segment) is light; one that changes the status (a pause, a
+		// stall, an end) or follows an unknown tail is synced.
+		light := ok && t.Status == status && !status.Ended()
+		err = s.writeAs(ctx, "", light, func(tx *wtx) error {
 			after, open, err = s.appendStep(ctx, tx, l, cp, status)
 			return err
 		})
@@ -128,7 +133,7 @@ func (s *SQLite) appendStep(ctx context.Context, tx *wtx, l store.Lease, cp stor
 		case core.Fail:
 			code, reason = a.Code, a.Reason
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, updated_ns = ?, answer = ?, fail_code = ?, reason = ?, retry_ns = 0 WHERE rk = ?`,
+		if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, updated_ns = ?, answer = ?, fail_code = ?, reason = ?, retry_ns = 0, stall_attempts = 0 WHERE rk = ?`,
 			string(status), row.Created, answer, string(code), reason, t.RK); err != nil {
 			return after, nil, fmt.Errorf("update run: %w", err)
 		}

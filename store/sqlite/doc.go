@@ -11,10 +11,10 @@
 //     action. A checkpoint is durable when Checkpoint returns: with
 //     SyncNormal it survives a crash of the process, with SyncFull also a
 //     power loss; with SyncCritical (the default) a run's creation, its
-//     intents and outcomes, leases, and every checkpoint that changes its
-//     status (a pause, a stall, its end) survive a power loss, and a
-//     running run's common checkpoint a crash of the process (each synced
-//     commit makes those before it durable). A failed checkpoint writes
+//     intents and outcomes, and every checkpoint that changes its status (a
+//     pause, a stall, its end) survive a power loss, and a running run's
+//     other steps, leases and cache entries a crash of the process (each
+//     synced commit makes those before it durable). A failed checkpoint writes
 //     nothing.
 //   - A held lease lapses, for this store, once it has watched the lease's
 //     heartbeat (lease_beat, moved by every renewal) not move for the

@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/stepwise-agent/stepwise/core"
 	"github.com/stepwise-agent/stepwise/store"
+	"github.com/stepwise-agent/stepwise/store/storetest"
 )
 
 // openTest opens a fresh store in a temporary directory, closed at the end
@@ -76,75 +75,6 @@ type tb interface {
 	Fatalf(format string, args ...any)
 }
 
-// baseState is a valid state in phase model holding msgs.
-func baseState(input string, msgs []core.Message) core.State {
-	return core.State{Version: core.StateVersion, Request: core.Request{Input: input}, Phase: core.PhaseModel, Messages: msgs}
-}
-
-// withAction wraps st in an action of the given kind.
-func withAction(kind string, st core.State) core.Action {
-	switch kind {
-	case "complete":
-		st.Phase, st.Pending, st.Answer = core.PhaseDone, nil, "the answer"
-		return core.Complete{Answer: "the answer", ToolsUsed: []string{"search"}, State: st}
-	case "fail":
-		st.Phase, st.Pending = core.PhaseFailed, nil
-		st.Failure = &core.Failure{Code: core.FailMaxSteps, Reason: "too many steps"}
-		return core.Fail{Code: core.FailMaxSteps, Reason: "too many steps", State: st}
-	case "tools":
-		call := core.ToolCall{ID: "c1", Name: "search", Args: []byte(`{"q":"x"}`)}
-		st.Phase = core.PhaseTools
-		st.Turn = &core.Turn{Calls: []core.ToolCall{call}, Results: make([]core.ToolResult, 1)}
-		st.Pending = &core.Pending{Kind: core.PendingTools, CallIDs: []string{"c1"}}
-		return core.RequestToolCalls{Calls: []core.ToolCall{call}, State: st}
-	case "external":
-		call := core.ToolCall{ID: "e1", Name: "ask_user", Args: []byte(`{}`)}
-		st.Phase = core.PhaseTools
-		st.Turn = &core.Turn{Calls: []core.ToolCall{call}, Results: make([]core.ToolResult, 1)}
-		st.Pending = &core.Pending{Kind: core.PendingExternal, CallIDs: []string{"e1"}}
-		return core.RequestExternalToolCalls{Calls: []core.ToolCall{call}, State: st}
-	default:
-		st.Pending = &core.Pending{Kind: core.PendingModel, Role: core.Primary}
-		return core.RequestModelCall{Role: core.Primary, Messages: st.Messages, State: st}
-	}
-}
-
-// newRun creates a run holding one system and one user message.
-func newRun(t testing.TB, s *SQLite, id string) core.State {
-	t.Helper()
-	st := baseState("question "+id, []core.Message{
-		{Role: core.RoleSystem, Content: "be brief"},
-		{Role: core.RoleUser, Content: "question " + id},
-	})
-	if _, err := s.CreateRun(context.Background(), store.NewRun{ID: id, Agent: "agent", ConfigHash: "h", Config: []byte(`{"name":"agent"}`), Input: "question " + id, Initial: st}); err != nil {
-		t.Fatal(err)
-	}
-	return st
-}
-
-// turnStep is step seq of a synthetic run whose log starts with log: odd
-// steps ask for tools after an assistant message, even steps ask the model
-// again after the tool's answer. It returns the checkpoint and the longer log.
-func turnStep(log []core.Message, seq int, payload int) (store.Checkpoint, []core.Message) {
-	var res core.Result
-	var kind string
-	if seq%2 == 1 {
-		log = append(log, core.Message{Role: core.RoleAssistant, Content: fmt.Sprintf("step %d: let me search", seq),
-			Calls: []core.ToolCall{{ID: fmt.Sprintf("c%d", seq), Name: "search", Args: []byte(fmt.Sprintf(`{"q":"topic %d"}`, seq))}}})
-		res = core.ModelReply{Text: "let me search", Usage: core.Usage{PromptTokens: 100 + seq, CompletionTokens: 10}}
-		kind = "tools"
-	} else {
-		out := fmt.Sprintf("result of step %d: ", seq)
-		out += strings.Repeat("x", max(0, payload-len(out)))
-		log = append(log, core.Message{Role: core.RoleTool, CallID: fmt.Sprintf("c%d", seq-1), Name: "search", Content: out})
-		res = core.ToolResults{Results: []core.ToolResult{{CallID: fmt.Sprintf("c%d", seq-1), Output: out}}}
-		kind = "model"
-	}
-	st := baseState("question", log[:len(log):len(log)])
-	st.Counters = core.Counters{Steps: seq, ModelCalls: seq / 2, Bytes: 100 * seq}
-	return store.Checkpoint{Seq: seq, Result: res, Action: withAction(kind, st)}, log
-}
-
 // sameStep checks that a loaded record equals, byte for byte, what was saved.
 func sameStep(t tb, rec store.StepRecord, seq int, st core.State, a core.Action, r core.Result) {
 	t.Helper()
@@ -194,3 +124,11 @@ func leaseOf(t tb, s *SQLite, id string) store.Lease {
 	testLeases.Store(k, l)
 	return l
 }
+
+// The synthetic runs of storetest's kit.
+var (
+	baseState  = storetest.BaseState
+	withAction = storetest.WithAction
+	turnStep   = storetest.TurnStep
+	newRun     = storetest.NewRun
+)

@@ -21,7 +21,7 @@ func (s *SQLite) Acquire(ctx context.Context, runID string, req store.LeaseReque
 	// what this store remembers of it.
 	s.cache.ForgetTail(runID)
 	var out store.Lease
-	err := s.write(ctx, "run "+runID+": acquire lease", func(tx *wtx) error {
+	err := s.writeLight(ctx, "run "+runID+": acquire lease", func(tx *wtx) error {
 		var cur store.Lease
 		var expires, beat, ttl int64
 		err := tx.QueryRowContext(ctx, `SELECT lease_owner, lease_token, lease_expires_ns, lease_beat, lease_ttl_ns FROM runs WHERE id = ?`, runID).
@@ -73,7 +73,7 @@ func (s *SQLite) Renew(ctx context.Context, l store.Lease, ttl time.Duration) (s
 	if ttl <= 0 {
 		return l, fmt.Errorf("run %s: renew lease: TTL %v", l.RunID, ttl)
 	}
-	err := s.write(ctx, "run "+l.RunID+": renew lease", func(tx *wtx) error {
+	err := s.writeLight(ctx, "run "+l.RunID+": renew lease", func(tx *wtx) error {
 		if _, _, err := fence(ctx, tx, l); err != nil {
 			return err
 		}
@@ -87,7 +87,7 @@ func (s *SQLite) Renew(ctx context.Context, l store.Lease, ttl time.Duration) (s
 
 // Release gives the lease up (see store.Runs).
 func (s *SQLite) Release(ctx context.Context, l store.Lease) error {
-	return s.write(ctx, "run "+l.RunID+": release lease", func(tx *wtx) error {
+	return s.writeLight(ctx, "run "+l.RunID+": release lease", func(tx *wtx) error {
 		if _, _, err := fence(ctx, tx, l); err != nil {
 			return err
 		}
@@ -166,7 +166,7 @@ func (s *SQLite) Claim(ctx context.Context, req store.LeaseRequest) (store.Lease
 		}
 	}
 	var out store.Lease
-	err = s.write(ctx, "claim a run", func(tx *wtx) error {
+	err = s.writeLight(ctx, "claim a run", func(tx *wtx) error {
 		now := s.now()
 		ns := now.UnixNano()
 		// The oldest free run, and the oldest lapsed one still as this

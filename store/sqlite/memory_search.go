@@ -29,7 +29,8 @@ const (
 
 var columnWeights = [3]float64{3, 1, 1}
 
-// MemorySearch returns the entities of namespace ns that match query best,
+// MemorySearch returns the entities of namespace ns (every namespace for
+// core.AllNamespaces) that match query best,
 // at most limit (5 when limit <= 0), best first: by BM25 score (Score, higher
 // is better), then by name. The query is free text: its words (letters and
 // digits; everything else separates words) are searched for, any of them
@@ -49,7 +50,7 @@ func (s *SQLite) MemorySearch(ctx context.Context, ns, query string, limit int) 
 	}
 	defer rollback(tx)
 	rows, err := tx.QueryContext(ctx, `SELECT e.id, e.name, matchinfo(mem_fts, 'pcnalx') FROM mem_fts JOIN mem_entities e ON e.id = mem_fts.docid
-		WHERE mem_fts MATCH ? AND e.ns = ?`, ftsQuery(terms), ns)
+		WHERE mem_fts MATCH ? AND (e.ns = ? OR ? = '*')`, ftsQuery(terms), ns, ns)
 	if err != nil {
 		return nil, fmt.Errorf("memory %s: search: %w", ns, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -150,7 +151,14 @@ func Open(path string, opts *Options) (*SQLite, error) {
 		s.w.Close()
 		return nil, fmt.Errorf("open store %s: %w", abs, err)
 	}
-	s.r.SetMaxIdleConns(4)
+	// Readers keep their connections: a server's burst of reads (a
+	// thousand runs claimed at once) otherwise opens a connection per
+	// reader and closes all but a few, and opening one (its pragmas) cost
+	// a third of the server's CPU on 16 cores (docs/performance.md). The
+	// pool stays unbounded (a reader that holds a connection while it
+	// reads another must not wait for itself); idle ones go after a while.
+	s.r.SetMaxIdleConns(min(64, max(8, 4*runtime.GOMAXPROCS(0))))
+	s.r.SetConnMaxIdleTime(time.Minute)
 	ctx := context.Background()
 	if err := s.setup(ctx, o.BusyTimeout); err != nil {
 		s.Close()

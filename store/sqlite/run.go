@@ -98,12 +98,20 @@ func insertRun(ctx context.Context, tx dbtx, r codec.RunRow) (int64, error) {
 // not joined: SQLite runs a join on a correlated subquery several times
 // slower (BenchmarkRun), and a server reads a run on most requests.
 const runSelect = `SELECT r.id, r.agent, r.config_hash,
-	coalesce((SELECT a.config FROM agent_changes a WHERE a.rk = r.rk ORDER BY a.ord DESC LIMIT 1), r.config),
+	` + currentConfig + `,
 	r.input, r.status, r.created_ns,
 	max(r.updated_ns, (SELECT created_ns FROM steps WHERE id BETWEEN r.rk << 32 AND (r.rk << 32) + 4294967295 ORDER BY id DESC LIMIT 1)),
 	r.answer, r.fail_code, r.reason, r.parent_id, r.parent_step, ` + lastStepID + ` - (r.rk << 32),
-	r.retry_ns, r.lease_owner, r.lease_token, r.lease_expires_ns, r.config, r.cancel_reason, r.takeovers
+	r.retry_ns, r.lease_owner, r.lease_token, r.lease_expires_ns, r.config, r.cancel_reason, r.stall_attempts, r.takeovers
 	FROM runs r`
+
+// currentConfig is the column of RunInfo.Config (RunInfo.StartConfig is
+// r.config).
+const currentConfig = `coalesce((SELECT a.config FROM agent_changes a WHERE a.rk = r.rk ORDER BY a.ord DESC LIMIT 1), r.config)`
+
+// listSelect is runSelect for a listing that reads no configs
+// (store.Filter.WithConfig false): an empty blob stands for each.
+var listSelect = strings.NewReplacer(currentConfig, `x''`, `r.config, r.cancel_reason`, `x'', r.cancel_reason`).Replace(runSelect)
 
 func scanRun(sc interface{ Scan(...any) error }) (store.RunInfo, error) {
 	var ri store.RunInfo
@@ -111,7 +119,7 @@ func scanRun(sc interface{ Scan(...any) error }) (store.RunInfo, error) {
 	var created, updated, retry, expires int64
 	err := sc.Scan(&ri.ID, &ri.Agent, &ri.ConfigHash, &ri.Config, &ri.Input, &status, &created, &updated,
 		&ri.Answer, &failCode, &ri.Reason, &ri.ParentID, &ri.ParentStep, &ri.LastSeq,
-		&retry, &ri.Lease.Owner, &ri.Lease.Token, &expires, &ri.StartConfig, &ri.CancelReason, &takeovers)
+		&retry, &ri.Lease.Owner, &ri.Lease.Token, &expires, &ri.StartConfig, &ri.CancelReason, &ri.StallAttempts, &takeovers)
 	if err != nil {
 		return store.RunInfo{}, err
 	}
@@ -175,7 +183,10 @@ func (s *SQLite) ListRuns(ctx context.Context, f store.Filter) ([]store.RunInfo,
 		ns := c.Created.UnixNano()
 		where, args = append(where, "(r.created_ns < ? OR (r.created_ns = ? AND r.id > ?))"), append(args, ns, ns, c.ID)
 	}
-	q := runSelect
+	q := listSelect
+	if f.WithConfig {
+		q = runSelect
+	}
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
@@ -222,8 +233,13 @@ func (s *SQLite) SetStatus(ctx context.Context, l store.Lease, ch store.StatusCh
 		if cur.Ended() {
 			return fmt.Errorf("%w (%s)", store.ErrEnded, cur)
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE runs SET status = ?, reason = ?, updated_ns = ?, retry_ns = ? WHERE rk = ?`,
-			string(ch.Status), ch.Reason, s.now().UnixNano(), retry, rk)
+		_, err = tx.ExecContext(ctx, `UPDATE runs SET status = ?1, reason = ?2, updated_ns = ?3, retry_ns = ?4, stall_attempts = `+stallAttemptsSQL+` WHERE rk = ?6`,
+			string(ch.Status), ch.Reason, s.now().UnixNano(), retry, ch.StallAttempts, rk)
 		return err
 	})
 }
+
+// stallAttemptsSQL is the stall count SetStatus writes, from the new
+// status (?1) and StatusChange.StallAttempts (?5; see there).
+const stallAttemptsSQL = `CASE ?1 WHEN 'stalled' THEN (CASE WHEN ?5 > 0 THEN ?5 ELSE stall_attempts + 1 END)
+	WHEN 'interrupted' THEN stall_attempts ELSE max(?5, 0) END`

@@ -31,7 +31,7 @@ func (s *SQLite) CacheResult(ctx context.Context, e store.CachedResult, ttl time
 	if ttl <= 0 {
 		return fmt.Errorf("tool cache: ttl %s is not positive", ttl)
 	}
-	return s.write(ctx, "tool cache", func(tx *wtx) error {
+	return s.writeLight(ctx, "tool cache", func(tx *wtx) error {
 		now := s.now().UnixNano()
 		r, err := codec.NewCacheRow(e, now, now+int64(ttl))
 		if err != nil {

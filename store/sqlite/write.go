@@ -47,7 +47,18 @@ func (tx *wtx) onCommit(fn func()) { tx.committed = append(tx.committed, fn) }
 // their end whatever ctx does, so a transaction is never left open on the
 // connection.
 func (s *SQLite) write(ctx context.Context, what string, fn func(*wtx) error) error {
-	if err := s.inWrite(ctx, fn); err != nil {
+	return s.writeAs(ctx, what, false, fn)
+}
+
+// writeLight is write for a write that need not survive a power loss on
+// its own under SyncCritical: a lease (after a power loss every holder on
+// this machine is dead), a cache entry, a step that changes no status.
+func (s *SQLite) writeLight(ctx context.Context, what string, fn func(*wtx) error) error {
+	return s.writeAs(ctx, what, true, fn)
+}
+
+func (s *SQLite) writeAs(ctx context.Context, what string, light bool, fn func(*wtx) error) error {
+	if err := s.inWrite(ctx, light, fn); err != nil {
 		if what != "" {
 			return fmt.Errorf("%s: %w", what, err)
 		}
@@ -56,12 +67,12 @@ func (s *SQLite) write(ctx context.Context, what string, fn func(*wtx) error) er
 	return nil
 }
 
-func (s *SQLite) inWrite(ctx context.Context, fn func(*wtx) error) error {
+func (s *SQLite) inWrite(ctx context.Context, light bool, fn func(*wtx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	r := getWriteReq()
-	r.ctx, r.fn = ctx, fn
+	r.ctx, r.fn, r.light = ctx, fn, light
 	s.commit(r) // batch.go
 	err, committed := r.err, r.committed
 	putWriteReq(r)

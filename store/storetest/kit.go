@@ -58,9 +58,10 @@ func encResult(t fataler, r core.Result) []byte {
 	return b
 }
 
-// withAction wraps st in an action of the given kind: complete, fail,
-// tools, external, helper or (anything else) model.
-func withAction(kind string, st core.State) core.Action {
+// WithAction wraps st in an action of the given kind: complete, fail,
+// tools, external or (anything else) model. A backend's own tests build
+// synthetic steps with it, as the suite does.
+func WithAction(kind string, st core.State) core.Action {
 	switch kind {
 	case "complete":
 		st.Phase, st.Pending, st.Answer = core.PhaseDone, nil, "the answer"
@@ -87,9 +88,14 @@ func withAction(kind string, st core.State) core.Action {
 	}
 }
 
-// newRun creates run id, held by no one, holding one system and one user
+// RunCreator is what NewRun needs of a store.
+type RunCreator interface {
+	CreateRun(ctx context.Context, r store.NewRun) (store.Lease, error)
+}
+
+// NewRun creates run id, held by no one, holding one system and one user
 // message, and returns its first state.
-func newRun(t *testing.T, s store.Store, id string) core.State {
+func NewRun(t testing.TB, s RunCreator, id string) core.State {
 	t.Helper()
 	st := initial(id)
 	if _, err := s.CreateRun(context.Background(), store.NewRun{ID: id, Agent: "agent", ConfigHash: "h", Config: []byte(`{"name":"agent"}`), Input: "question " + id, Initial: st}); err != nil {
@@ -98,11 +104,11 @@ func newRun(t *testing.T, s store.Store, id string) core.State {
 	return st
 }
 
-// turnStep is step seq of a synthetic run whose log starts with log: odd
+// TurnStep is step seq of a synthetic run whose log starts with log: odd
 // steps ask for tools after an assistant message, even steps ask the model
 // again after the tool's answer of payload bytes. It returns the
 // checkpoint and the longer log.
-func turnStep(log []core.Message, seq int, payload int) (store.Checkpoint, []core.Message) {
+func TurnStep(log []core.Message, seq int, payload int) (store.Checkpoint, []core.Message) {
 	var res core.Result
 	var kind string
 	if seq%2 == 1 {
@@ -117,9 +123,9 @@ func turnStep(log []core.Message, seq int, payload int) (store.Checkpoint, []cor
 		res = core.ToolResults{Results: []core.ToolResult{{CallID: fmt.Sprintf("c%d", seq-1), Output: out}}}
 		kind = "model"
 	}
-	st := baseState("question", log[:len(log):len(log)])
+	st := BaseState("question", log[:len(log):len(log)])
 	st.Counters = core.Counters{Steps: seq, ModelCalls: seq / 2, Bytes: 100 * seq}
-	return store.Checkpoint{Seq: seq, Result: res, Action: withAction(kind, st)}, log
+	return store.Checkpoint{Seq: seq, Result: res, Action: WithAction(kind, st)}, log
 }
 
 // longRun stores run "r" of n steps of turnStep in a fresh store.
@@ -213,3 +219,12 @@ func dump(t *testing.T, h Harness, s store.Store) []byte {
 	}
 	return h.Dump(t, s)
 }
+
+// The suite's own names for the exported kit.
+var (
+	withAction = WithAction
+	turnStep   = TurnStep
+	baseState  = BaseState
+)
+
+func newRun(t *testing.T, s store.Store, id string) core.State { t.Helper(); return NewRun(t, s, id) }

@@ -94,6 +94,20 @@ func testMemorySearch(t *testing.T, h Harness) {
 	if hits, _ := s.MemorySearch(ctx, "none", "capital", 10); len(hits) != 0 {
 		t.Errorf("empty namespace: %+v", hits)
 	}
+	// Every namespace (memory_search with global: true): both Parises.
+	all, err := s.MemorySearch(ctx, core.AllNamespaces, "capital France", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	paris := 0
+	for _, h := range all {
+		if h.Entity.Name == "Paris" {
+			paris++
+		}
+	}
+	if paris != 2 || len(all) != 5 {
+		t.Errorf("search every namespace: %s", hitNames(all))
+	}
 	if hits, _ := s.MemorySearch(ctx, "ns", "capital", 0); len(hits) != 3 {
 		t.Errorf("default limit: %d hits", len(hits))
 	}

@@ -14,13 +14,14 @@ import (
 // the model again after the tool's answer (a payload of about 200 bytes).
 // Model calls carry the agent's tools.
 
-func baseState(input string, msgs []core.Message) core.State {
+// BaseState is a valid state in phase model on input, holding msgs.
+func BaseState(input string, msgs []core.Message) core.State {
 	return core.State{Version: core.StateVersion, Request: core.Request{Input: input}, Phase: core.PhaseModel, Messages: msgs}
 }
 
 // initial is the first state of synthetic run id.
 func initial(id string) core.State {
-	return baseState("question "+id, []core.Message{
+	return BaseState("question "+id, []core.Message{
 		{Role: core.RoleSystem, Content: "be brief"},
 		{Role: core.RoleUser, Content: "question " + id},
 	})

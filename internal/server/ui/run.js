@@ -45,10 +45,13 @@ export function runView(root, id) {
     notice.classList.toggle('error', Boolean(error));
   }
 
-  function setLive(state) {
-    live.textContent = state;
+  function setLive(state, label) {
+    live.textContent = label || state;
     live.dataset.state = state;
   }
+
+  // A stalled run is not live: it waits for its next try.
+  const stalledLabel = 'not live: waiting for its next try';
 
   // newer reports whether r is at least as recent as the run shown (an
   // answer that overtook another must not undo it).
@@ -62,6 +65,8 @@ export function runView(root, id) {
     if (closed || !newer(r)) return;
     run = r;
     badge.replaceChildren(statusBadge(r.status));
+    if (r.status === 'stalled') setLive('stalled', stalledLabel);
+    else if (live.dataset.state === 'stalled') setLive(es ? 'live' : 'connecting…');
     fill(facts, factsOf(r));
     const key = r.status === 'awaiting_tool_results' ? r.pending_tool_calls.map((c) => c.id).join(',') : '';
     if (key === pendingKey) return;
@@ -122,7 +127,8 @@ export function runView(root, id) {
     setLive('connecting…');
     src.addEventListener('open', () => {
       retry = 1000;
-      setLive('live');
+      if (run && run.status === 'stalled') setLive('stalled', stalledLabel);
+      else setLive('live');
     });
     src.addEventListener('step', (e) => addStep(JSON.parse(e.data)));
     // A run event carries the run as GET shows it.
@@ -233,6 +239,11 @@ function factsOf(r) {
   if (r.failure) {
     out.push(h('div', { class: 'failure-box', role: 'note' },
       h('strong', {}, r.status === 'cancelled' ? `Cancelled (${r.failure.code})` : `Failed (${r.failure.code})`), ': ', r.failure.reason));
+  } else if (r.status === 'stalled') {
+    const times = r.stall_attempts > 1 ? ` (${r.stall_attempts} times in a row)` : '';
+    const next = r.retry_at ? [', next try ', timeEl(r.retry_at)] : [', next try now'];
+    out.push(h('div', { class: 'reason-box stall-box', role: 'note' },
+      h('strong', {}, `Stalled${times}`), ...next, ': ', r.reason || 'no reason recorded'));
   } else if (r.reason) {
     out.push(h('div', { class: 'reason-box' }, h('strong', {}, 'Reason: '), r.reason));
   }
@@ -257,6 +268,7 @@ function factsOf(r) {
   add('Holder', holderText(r.holder));
   if (r.stored_status) add('Stored status', r.stored_status.replaceAll('_', ' '));
   if (r.retry_at) add('Retry at', timeEl(r.retry_at));
+  if (r.stall_attempts) add('Stall attempts', String(r.stall_attempts));
   if (r.tools_used && r.tools_used.length) add('Tools used', r.tools_used.join(', '));
   if (r.sources && r.sources.length) add('Sources', r.sources.join(', '));
   if (r.in_doubt_calls && r.in_doubt_calls.length) {

@@ -163,6 +163,7 @@ func (p *Provider) streamed(ctx context.Context, params sdk.MessageNewParams, on
 			}
 			return &msg, nil
 		},
-		Broke: streamError,
+		Broke:  streamError,
+		Deltas: deltas,
 	})
 }

@@ -226,5 +226,8 @@ func (p *Provider) streamed(ctx context.Context, creq goopenai.ChatCompletionReq
 			return core.ModelReply{}, streamError(err)
 		}
 		acc.add(chunk)
+		if err := acc.deltas.Err(); err != nil {
+			return core.ModelReply{}, err
+		}
 	}
 }

@@ -154,6 +154,7 @@ func (p *Provider) streamed(ctx context.Context, params oresp.ResponseNewParams,
 		End: func() (*oresp.Response, error) {
 			return nil, httpcall.BadReplyf("the stream ended before the response was complete")
 		},
-		Broke: streamError,
+		Broke:  streamError,
+		Deltas: deltas,
 	})
 }

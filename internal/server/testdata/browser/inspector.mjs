@@ -7,8 +7,9 @@
 // RUN_CLICK (a paused run answered with the mouse, then forked), RUN_KEYS
 // (a paused run answered with the keyboard only), RUN_STREAM (a run whose
 // model streams its reply: its first pieces once the script prints
-// "WATCHING STREAM", the rest once it prints "SEEN STREAM"), SHOTS (the
-// screenshot directory).
+// "WATCHING STREAM", the rest once it prints "SEEN STREAM"), RUN_STALLED
+// (a run stalled three times in a row, its next try an hour away), SHOTS
+// (the screenshot directory).
 
 import { chromium } from 'playwright-core';
 import path from 'node:path';
@@ -23,6 +24,7 @@ const token = env('STEPWISE_TOKEN');
 const runClick = env('RUN_CLICK');
 const runKeys = env('RUN_KEYS');
 const runStream = env('RUN_STREAM');
+const runStalled = env('RUN_STALLED');
 const shots = env('SHOTS');
 
 // Root in a container cannot use Chromium's sandbox; no GPU, and no QUIC
@@ -204,6 +206,17 @@ try {
     await page.locator('#step-2', { hasText: 'Hello from the stream.' }).waitFor();
     await flight.waitFor({ state: 'hidden' });
     check(await text('#run-answer') === 'Hello from the stream.', 'no answer shown');
+  });
+
+  await step('a stalled run shows as stalled, with its reason, count and next try, not live', async () => {
+    await page.goto(`${base}/#/runs/${runStalled}`);
+    await page.locator('#live[data-state="stalled"]', { hasText: 'waiting for its next try' }).waitFor();
+    const box = await text('.stall-box');
+    check(box.includes('Stalled (3 times in a row)') && box.includes('next try') && box.includes('the store is unavailable'), `the stall box says ${box}`);
+    check((await text('#run-status')) === 'stalled', `the badge says ${await text('#run-status')}`);
+    await page.waitForTimeout(300); // the event stream opens: it must not say live
+    check((await text('#live')) === 'not live: waiting for its next try', `the live marker says ${await text('#live')}`);
+    await shot('stalled');
   });
 
   await step('dark colour scheme renders dark; the theme button overrides it', async () => {

@@ -20,8 +20,15 @@ import (
 // Defaults of Options.
 const (
 	DefaultTimeout = 60 * time.Second
-	// DefaultMaxReply bounds a reply, streamed or not.
-	DefaultMaxReply = 64 << 20
+	// DefaultMaxReply bounds a reply read whole (not an event stream):
+	// the default state limit (core.DefaultLimits().MaxStateBytes), which
+	// a reply must fit in; a model's longest reply is a small part of it.
+	DefaultMaxReply = 8 << 20
+	// DefaultMaxStream bounds an event stream as it arrives: each event
+	// wraps a few characters in a few hundred bytes of JSON, so a long
+	// reply takes several times its size on the wire. What a stream
+	// assembles is bounded too (see streamed.Deltas).
+	DefaultMaxStream = 64 << 20
 	// maxRetryAfter clamps absurd Retry-After values (they only need to
 	// exceed any sensible MaxElapsed).
 	maxRetryAfter = 1000 * time.Hour
@@ -39,8 +46,11 @@ type Options struct {
 	// Timeout is how long an attempt may receive nothing: no reply to the
 	// request, or no data within a reply (default DefaultTimeout).
 	Timeout time.Duration
-	// MaxReply bounds a reply's size in bytes (default DefaultMaxReply).
-	MaxReply int64
+	// MaxReply bounds the size in bytes of a reply read whole (default
+	// DefaultMaxReply); MaxStream that of an event stream (default
+	// DefaultMaxStream). A reply that declares a larger Content-Length is
+	// refused before any of it is read.
+	MaxReply, MaxStream int64
 	// Check vets a 2xx reply that is not an event stream; its error makes
 	// the attempt fail, transiently (a proxy's error page, a cut reply).
 	Check func(body []byte) error
@@ -71,6 +81,9 @@ func New(opts Options) *Client {
 	if o.MaxReply <= 0 {
 		o.MaxReply = DefaultMaxReply
 	}
+	if o.MaxStream <= 0 {
+		o.MaxStream = DefaultMaxStream
+	}
 	if o.Sleep == nil {
 		o.Sleep = sleep
 	}
@@ -93,6 +106,7 @@ type attempt struct {
 	sent    bool
 	plain   []byte
 	tooBig  bool
+	limit   int64 // the limit the reply went past, once tooBig
 	timer   *time.Timer
 	timeout time.Duration
 }
@@ -104,10 +118,21 @@ func attemptOf(ctx context.Context) *attempt {
 	return a
 }
 
-func (a *attempt) tooLarge() bool {
+// tooLarge reports whether the reply went past its limit, and which.
+func (a *attempt) tooLarge() (bool, int64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.tooBig
+	return a.tooBig, a.limit
+}
+
+// over marks the reply as past limit.
+func (a *attempt) over(limit int64) {
+	if a == nil {
+		return
+	}
+	a.mu.Lock()
+	a.tooBig, a.limit = true, limit
+	a.mu.Unlock()
 }
 
 func (a *attempt) wasSent() bool {
@@ -151,7 +176,16 @@ func (c *Client) Do(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	a.touch()
-	body := &watched{rc: resp.Body, a: a, left: c.o.MaxReply}
+	limit := c.o.MaxReply
+	if isEventStream(resp.Header) {
+		limit = c.o.MaxStream
+	}
+	body := &watched{rc: resp.Body, a: a, left: limit, limit: limit}
+	if ok := resp.StatusCode >= 200 && resp.StatusCode <= 299; ok && resp.ContentLength > limit {
+		resp.Body.Close()
+		a.over(limit)
+		return nil, errTooBig
+	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		b, _ := io.ReadAll(io.LimitReader(body, maxErrorBody))
 		body.Close()
@@ -190,20 +224,16 @@ func isEventStream(h http.Header) bool {
 // watched is a reply body that restarts its attempt's idle timer whenever
 // data arrives, and refuses to grow past the size limit.
 type watched struct {
-	rc   io.ReadCloser
-	a    *attempt
-	left int64
+	rc          io.ReadCloser
+	a           *attempt
+	left, limit int64
 }
 
 var errTooBig = errors.New("the reply is too large")
 
 func (w *watched) Read(p []byte) (int, error) {
 	if w.left <= 0 {
-		if w.a != nil {
-			w.a.mu.Lock()
-			w.a.tooBig = true
-			w.a.mu.Unlock()
-		}
+		w.a.over(w.limit)
 		return 0, errTooBig
 	}
 	if int64(len(p)) > w.left {
@@ -237,8 +267,8 @@ func (c *Client) Call(ctx context.Context, onRetry func(shell.ModelRetry), fn fu
 		if idle {
 			err = fmt.Errorf("received nothing for %v (the per-attempt timeout)", c.o.Timeout)
 		}
-		if a.tooLarge() {
-			return Permanentf("the reply is larger than %d bytes", c.o.MaxReply)
+		if big, limit := a.tooLarge(); big {
+			return Permanentf("the reply is larger than %d bytes (the limit of a model's reply)", limit)
 		}
 		var se *StatusError
 		isStatus := errors.As(err, &se)

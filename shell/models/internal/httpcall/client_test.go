@@ -49,7 +49,7 @@ func TestCallClassifiesFailures(t *testing.T) {
 		{Events: modeltest.Data(strings.Repeat("y", 2000))},
 	} {
 		srv := modeltest.New(t, rep)
-		c, _ := newClient(Options{MaxReply: 1000})
+		c, _ := newClient(Options{MaxReply: 1000, MaxStream: 1000})
 		err := c.Call(context.Background(), nil, get(c, srv.URL))
 		if !errors.Is(err, shell.ErrModelPermanent) || !strings.Contains(err.Error(), "larger than 1000 bytes") || len(srv.Requests()) != 1 {
 			t.Errorf("too large: err = %v after %d requests", err, len(srv.Requests()))

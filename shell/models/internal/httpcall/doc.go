@@ -21,7 +21,9 @@
 //     use (not JSON, the wrong shape, an error event in the stream, a
 //     stream that ends before the reply does).
 //   - Not retried: the other statuses (Call returns the *StatusError, for
-//     the provider to explain), a reply larger than MaxReply, and an
+//     the provider to explain), a reply larger than MaxReply (an event
+//     stream: MaxStream; refused from its Content-Length before it is
+//     read when it declares one), and an
 //     attempt that failed before a request was sent (a request the SDK
 //     could not build): both come back wrapped as permanent.
 //   - Waits: an exponential backoff with jitter (shell.RetryPolicy.Wait),

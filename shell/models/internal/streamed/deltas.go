@@ -1,12 +1,32 @@
 package streamed
 
-import "github.com/stepwise-agent/stepwise/shell"
+import (
+	"github.com/stepwise-agent/stepwise/shell"
+	"github.com/stepwise-agent/stepwise/shell/models/internal/httpcall"
+)
 
-// Deltas tells a request's OnDelta of a streamed reply's pieces. The zero
-// value (or one made with a nil OnDelta) tells nothing.
+// MaxAssembled bounds what a streamed reply assembles (its text,
+// reasoning, and tool calls' names and arguments, in bytes): the limit of
+// a reply read whole (httpcall.DefaultMaxReply).
+const MaxAssembled = httpcall.DefaultMaxReply
+
+// Deltas tells a request's OnDelta of a streamed reply's pieces, and
+// counts their bytes (Err). The zero value (or one made with a nil
+// OnDelta) tells nothing.
 type Deltas struct {
 	on    func(shell.ModelDelta)
 	calls map[int64]int // the wire's key of a call -> its number
+	size  int
+}
+
+// Err is, once the pieces told add up to more than MaxAssembled bytes, the
+// attempt's permanent failure: the reply is too large to keep. A provider
+// checks it after each event and stops reading.
+func (d *Deltas) Err() error {
+	if d == nil || d.size <= MaxAssembled {
+		return nil
+	}
+	return httpcall.Permanentf("the reply is larger than %d bytes (the limit of a model's reply)", MaxAssembled)
 }
 
 // NewDeltas tells on (the request's OnDelta, perhaps nil).
@@ -39,7 +59,11 @@ func (d *Deltas) Call(n int, name, args string) {
 }
 
 func (d *Deltas) tell(m shell.ModelDelta) {
-	if d != nil && d.on != nil && (m.Text != "" || m.Name != "") {
+	if d == nil {
+		return
+	}
+	d.size += len(m.Text) + len(m.Name)
+	if d.on != nil && (m.Text != "" || m.Name != "") {
 		d.on(m)
 	}
 }

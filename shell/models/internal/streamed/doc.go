@@ -14,6 +14,10 @@
 //     error before the first event is the request's failure as
 //     httpcall.Client.Do reported it; one after it means the stream broke
 //     off (Broke), and the attempt is retried.
+//   - Deltas counts the bytes of the pieces; once they pass MaxAssembled
+//     (a provider checks Deltas.Err after each event; Read does when
+//     Reader.Deltas is set) the attempt fails permanently: the reply is
+//     too large to keep, and retrying would get it again.
 //
 // What is assembled from the events (the SDK's own accumulator, or the
 // provider's) stays with the provider: the SDKs' types share nothing.

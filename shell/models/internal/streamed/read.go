@@ -32,6 +32,9 @@ type Reader[E, T any] struct {
 	// Broke is what a read error after the first event means (Broke when
 	// nil).
 	Broke func(error) error
+	// Deltas, when set, are the pieces Event tells: once they pass
+	// MaxAssembled the attempt fails (Deltas.Err) and reading stops.
+	Deltas *Deltas
 }
 
 // Read reads one streamed attempt from s (see the package doc) and closes
@@ -50,6 +53,9 @@ func Read[E, T any](ctx context.Context, s Events[E], r Reader[E, T]) (*T, error
 		started = true
 		if reply, err := r.Event(s.Current()); reply != nil || err != nil {
 			return reply, err
+		}
+		if err := r.Deltas.Err(); err != nil {
+			return nil, err
 		}
 	}
 	if err := s.Err(); err != nil {

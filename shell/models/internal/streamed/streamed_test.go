@@ -114,3 +114,27 @@ func TestRead(t *testing.T) {
 		}
 	}
 }
+
+// TestReadStopsPastMaxAssembled: pieces adding up to more than
+// MaxAssembled fail the attempt permanently at the event that passed it,
+// told or not, and the rest of the stream is not read.
+func TestReadStopsPastMaxAssembled(t *testing.T) {
+	piece := strings.Repeat("z", 1<<20)
+	s := &events{evs: make([]int, 100)}
+	d := streamed.NewDeltas(nil)
+	read := 0
+	_, err := streamed.Read(context.Background(), s, streamed.Reader[int, int]{
+		Event:  func(int) (*int, error) { read++; d.Text(piece); return nil, nil },
+		End:    func() (*int, error) { t.Fatal("the stream was read to its end"); return nil, nil },
+		Deltas: d,
+	})
+	if !errors.Is(err, shell.ErrModelPermanent) || !strings.Contains(err.Error(), "larger than 8388608 bytes") {
+		t.Fatalf("err = %v", err)
+	}
+	if want := streamed.MaxAssembled/len(piece) + 1; read != want || !s.closed {
+		t.Errorf("read %d events (closed %v), want %d", read, s.closed, want)
+	}
+	if err := streamed.NewDeltas(nil).Err(); err != nil {
+		t.Errorf("an empty reply: %v", err)
+	}
+}
