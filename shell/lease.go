@@ -126,9 +126,18 @@ func Driven(l store.Lease, now time.Time) bool {
 }
 
 // acquire takes the run's lease: at once when it is free or its holder is
-// a dead process on this host, else by waiting up to Options.Wait for it
-// to be released or to expire (and for a paused run, up to pauseSettle for
-// its driver to let it go); otherwise ErrBusy, naming the holder.
+// a dead process on this host (or, with Options.TakeOver, whatever its
+// holder), else by waiting up to Options.Wait for it to be released or to
+// expire (and for a paused run, up to pauseSettle for its driver to let it
+// go); otherwise ErrBusy, naming the holder.
+//
+// A store that judges expiry by watching the lease's heartbeat (SQLite:
+// store.BusyError.Recheck) is asked again until it has watched long
+// enough, when the holder may be dead: it is not known alive on this host,
+// or its lease looks expired by this host's clock. A holder that renews
+// ends that watch (within a third of its TTL); one that died is taken
+// over about a TTL after its last renewal, whatever the clocks say. The
+// watch lasts at most Options.LeaseTTL.
 func (r *Runner) acquire(ctx context.Context, runID string) (store.Lease, error) {
 	return r.acquireWithin(ctx, runID, r.opts.Wait)
 }
@@ -142,20 +151,45 @@ func (r *Runner) acquireWithin(ctx context.Context, runID string, wait time.Dura
 	req := store.LeaseRequest{Owner: r.opts.Owner, TTL: r.opts.LeaseTTL}
 	settleBy := time.Now().Add(pauseSettle)
 	settle := 100 * time.Microsecond
+	renewed := false // the store saw the holder renew: stop watching
+	// A watch lasts at most this runner's own TTL: a holder whose TTL is
+	// longer (and renews as seldom) is refused as busy after it.
+	watchBy := time.Now().Add(r.opts.LeaseTTL)
+	forced := 0
 	for {
 		l, err := r.store.Acquire(ctx, runID, req)
 		busy, ok := errors.AsType[*store.BusyError](err)
 		if !ok {
+			if err == nil && req.Forced != "" && req.TakeOver != nil {
+				holder := *req.TakeOver
+				r.emit(func() Event {
+					return Event{RunID: runID, Kind: "takeover", Text: "took the run over from " + DescribeLease(holder, time.Now())}
+				})
+			}
 			return l, err
 		}
-		if alive, known := HolderAlive(busy.Holder.Owner); known && !alive {
+		alive, known := HolderAlive(busy.Holder.Owner)
+		if r.opts.TakeOver != "" && forced < maxForced {
+			// An operator's take-over: of exactly this holder, so that
+			// a holder that changed meanwhile is looked at again.
 			holder := busy.Holder
-			req.TakeOver = &holder // it died: take it over, unless someone else just did
+			req.TakeOver, req.Forced = &holder, r.opts.TakeOver
+			forced++
+			continue
+		}
+		if known && !alive {
+			holder := busy.Holder
+			req.TakeOver, req.Forced = &holder, "" // it died: take it over, unless someone else just did
 			continue
 		}
 		req.TakeOver = nil
+		renewed = renewed || busy.Renewed
 		var wait time.Duration
 		switch {
+		case busy.Recheck > 0 && !renewed && (!known || !busy.Holder.Live(time.Now())) && time.Now().Before(watchBy):
+			// The store watches the holder's heartbeat: ask again until
+			// it moves (the holder lives) or the TTL passes without.
+			wait = min(busy.Recheck, watchPoll)
 		case time.Now().Before(settleBy) && r.pausedRun(ctx, runID):
 			// A paused run is held only while its driver lets it go
 			// (the pause is checkpointed just before the lease is
@@ -174,6 +208,14 @@ func (r *Runner) acquireWithin(ctx context.Context, runID string, wait time.Dura
 		}
 	}
 }
+
+// watchPoll is how often acquire asks a store that watches a lease's
+// heartbeat again.
+const watchPoll = 50 * time.Millisecond
+
+// maxForced bounds the forced take-overs of one acquire: each is of the
+// holder last seen, and another operator may force it back meanwhile.
+const maxForced = 5
 
 // pauseSettle bounds how long acquire waits for the driver of a paused run
 // to let it go.

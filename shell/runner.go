@@ -91,6 +91,14 @@ type Options struct {
 	// by its stall count in a row (store.RunInfo.StallAttempts); zero
 	// fields take DefaultStallBackoff's.
 	StallBackoff RetryPolicy
+	// TakeOver, when set, makes Resume, Submit and Cancel (and the Pool's
+	// Answer and Requeue) take the run's lease whatever its holder, alive
+	// or not: an operator's forced take-over. The former holder is fenced
+	// out (it writes nothing more and starts no call), the take-over is
+	// recorded with the run (store.RunInfo.TakeOvers) with this text as
+	// its reason, and the Observer gets a "takeover" event naming the
+	// holder.
+	TakeOver string
 }
 
 // Observer receives progress events; it must not block for long.
@@ -104,7 +112,8 @@ type Event struct {
 	Seq   int
 	// Kind is "model", "tools", "tool", "external", "results", "memory",
 	// "complete", "fail", "interrupted", "stalled", "retry", "in_doubt",
-	// "cache" (the tool cache could not be read or written), "progress" (a
+	// "takeover" (Options.TakeOver took the run from the holder Text
+	// names), "cache" (the tool cache could not be read or written), "progress" (a
 	// running call's report: Progress is set) or "agent" (the agent
 	// changed while the run went on, as when an MCP server's tool list
 	// changed: the change is recorded with the run); while a model call is

@@ -124,6 +124,10 @@ type RunInfo struct {
 	// CancelReason, when not empty, is a cancellation someone requested
 	// (Runs.RequestCancel) for the run's driver to act on at its next step.
 	CancelReason string
+	// TakeOvers are the operators' forced take-overs of the run's lease,
+	// oldest first, one line each: when, the new holder, the holder taken
+	// over, and why (see LeaseRequest.Forced).
+	TakeOvers []string
 }
 
 // Orphaned reports whether the run is marked running while no live lease

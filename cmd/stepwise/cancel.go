@@ -9,7 +9,7 @@ import (
 )
 
 func init() {
-	c := &command{name: "cancel", args: "RUN_ID [--reason TEXT] [--wait 30s] [--json]", summary: "end a paused, running, stalled or interrupted run as cancelled",
+	c := &command{name: "cancel", args: "RUN_ID [--reason TEXT] [--wait 30s] [--take-over] [--json]", summary: "end a paused, running, stalled or interrupted run as cancelled",
 		help: `Ends a run that has not ended: whatever it waits for (a model, a tool, external
 results) gets "cancelled", and the run ends with status cancelled (failure code
 cancelled, with --reason), never interrupted. A run no process drives (paused,
@@ -18,7 +18,10 @@ run, resume, or a serve worker) is asked to end: its driver sees the request wit
 third of its lease (5 s by default), cuts the model or tool call in flight short, and
 ends the run before its next request; that process exits 1 (cancelled). Cancel waits
 up to --wait for that, and ends the run itself if its driver lets it go unended
-(interrupted by a signal, stalled) or dies.
+(interrupted by a signal, stalled) or dies. With
+--take-over, cancel takes the run from whatever process holds it, alive or not (a
+warning on stderr names it; it can no longer write to the run), and cancels it at
+once; the take-over is recorded with the run (stepwise show lists it).
 
 Exit codes: 0 the run is cancelled; 1 it had already ended (nothing to cancel);
 6 the request is recorded but the run's driver has not ended it within --wait (it
@@ -29,6 +32,7 @@ will); 2 no such run or bad flags.`}
 		reason := fs.String("reason", "cancelled by stepwise cancel", "why, recorded as the failure reason")
 		wait := fs.Duration("wait", 30*time.Second, "how long to wait for another process's driver to end the run")
 		asJSON := fs.Bool("json", false, "print the run's outcome as one JSON object (see stepwise help run)")
+		takeOver := fs.Bool("take-over", false, "take the run whatever process holds it and cancel it at once (that holder can no longer write to it); recorded with the run")
 		pos, code := e.parse(c, fs, args, 1, 1)
 		if code >= 0 {
 			return code
@@ -48,6 +52,9 @@ will); 2 no such run or bad flags.`}
 		}
 		defer closeAgent(ag)
 		rf := runFlags{wait: wait}
+		if *takeOver {
+			rf.takeOver = "stepwise cancel --take-over"
+		}
 		r, code := e.runner(spec, ag, st, true, rf)
 		if code >= 0 {
 			return code

@@ -137,6 +137,9 @@ func (e *env) storeErr(cmd string, err error) int {
 // runFlags are the flags of the commands that drive a run.
 type runFlags struct {
 	wait *time.Duration
+	// takeOver, when set, is the command that forces a take-over
+	// (--take-over): the runner takes the lease whatever its holder.
+	takeOver string
 }
 
 func (e *env) driveFlags(fs *flag.FlagSet) runFlags {
@@ -167,7 +170,29 @@ func (e *env) runner(spec *agent.Spec, ag *shell.Agent, db store.Store, quiet bo
 		return nil, code
 	}
 	opts.Observer = shell.Join(opts.Observer, tracer)
+	if rf.takeOver != "" {
+		opts.TakeOver = rf.takeOver
+		opts.Observer = takeOverWarning{w: e.stderr, cmd: rf.takeOver, next: opts.Observer}
+	}
 	return shell.NewRunner(db, opts), -1
+}
+
+// takeOverWarning warns on stderr of a forced take-over, naming the holder
+// taken over, and passes every other event on.
+type takeOverWarning struct {
+	w    io.Writer
+	cmd  string
+	next shell.Observer
+}
+
+func (o takeOverWarning) Event(ev shell.Event) {
+	if ev.Kind == "takeover" {
+		fmt.Fprintf(o.w, "%s: warning: run %s: %s; it can no longer write to the run\n", o.cmd, ev.RunID, ev.Text)
+		return
+	}
+	if o.next != nil {
+		o.next.Event(ev)
+	}
 }
 
 // redact makes stdout and stderr replace the secrets' values by markers.

@@ -8,7 +8,7 @@ import (
 )
 
 func init() {
-	c := &command{name: "resume", args: "RUN_ID [--results FILE|-] [--agent AGENT.toml]", summary: "continue an interrupted, stalled, crashed or paused run",
+	c := &command{name: "resume", args: "RUN_ID [--results FILE|-] [--agent AGENT.toml] [--wait DURATION] [--take-over]", summary: "continue an interrupted, stalled, crashed or paused run",
 		help: `Continues a run from its last checkpoint. Calls that completed before a crash are
 not run again; calls that were in flight run again only if their tool is idempotent.
 A non-idempotent call that was in flight is in doubt: it is listed, and the agent's
@@ -23,7 +23,15 @@ A results file over 8 MiB is refused (exit 2) before it is read.
 
 With --agent, the run continues with a changed agent file (a new base_url, key
 variable, timeout), recorded with the run. A run another process drives is refused
-with exit 6 (--wait DURATION waits for it instead).
+with exit 6 (--wait DURATION waits for it instead). A driver on another host is
+judged dead when its lease is not renewed for its TTL (15 s by default), watched
+on this process's own clock (SQLite) or the database server's (PostgreSQL), so
+skewed clocks neither take a live run over nor pin a dead one.
+
+With --take-over, an operator takes the run whatever process holds it, alive or
+not, with a warning on stderr naming that holder: it can no longer write to the
+run (its next write fails and it stops before its next call). The take-over is
+recorded with the run (stepwise show lists it).
 
 ` + jsonStatusHelp}
 	c.run = func(e *env, args []string) int {
@@ -35,9 +43,13 @@ with exit 6 (--wait DURATION waits for it instead).
 		agentFile := fs.String("agent", "", "continue with this agent file instead of the run's recorded agent")
 		quiet := fs.Bool("quiet", false, "no progress on stderr")
 		rf := e.driveFlags(fs)
+		takeOver := fs.Bool("take-over", false, "take the run whatever process holds it (that holder can no longer write to it); the take-over is recorded with the run")
 		pos, code := e.parse(c, fs, args, 1, 1)
 		if code >= 0 {
 			return code
+		}
+		if *takeOver {
+			rf.takeOver = "stepwise resume --take-over"
 		}
 		var ans *shell.Answers
 		if *results != "" {

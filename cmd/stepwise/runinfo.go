@@ -74,6 +74,9 @@ type jsonRun struct {
 	ParentID      string      `json:"parent_id,omitempty"`
 	ParentStep    int         `json:"parent_step,omitempty"`
 	Holder        *jsonHolder `json:"holder"`
+	// TakeOvers are the operators' forced take-overs of the run's lease
+	// (resume/cancel --take-over), one line each.
+	TakeOvers []string `json:"take_overs,omitempty"`
 	// Pending is the calls the run is paused for: [] unless its status is
 	// awaiting_tool_results, never null.
 	Pending []jsonCall `json:"pending_tool_calls"`
@@ -116,6 +119,7 @@ func runJSON(ri store.RunInfo, now time.Time, withInput bool) jsonRun {
 	if !ri.RetryAt.IsZero() {
 		j.RetryAt = ri.RetryAt.UTC().Format(time.RFC3339)
 	}
+	j.TakeOvers = ri.TakeOvers
 	return j
 }
 

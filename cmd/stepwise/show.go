@@ -97,6 +97,9 @@ the next step's result.
 		for _, ch := range changes {
 			fmt.Fprintf(e.stdout, "agent changed after step %d (%s)\n", ch.Seq, ch.Created.Local().Format(time.DateTime))
 		}
+		for _, to := range info.TakeOvers {
+			fmt.Fprintf(e.stdout, "taken over: %s\n", to)
+		}
 		fmt.Fprintf(e.stdout, "input: %s\n\n", oneLine(info.Input))
 		for _, s := range tl.steps {
 			showBrief(e, s, tl.ended)

@@ -359,6 +359,9 @@ func (s *Server) postResults(w http.ResponseWriter, r *http.Request) {
 type resumeRequest struct {
 	// Agent, when set, drives the run from now on (the change is recorded).
 	Agent string `json:"agent,omitempty"`
+	// TakeOver takes the run's lease whatever its holder (an operator's
+	// forced take-over, recorded with the run).
+	TakeOver bool `json:"take_over,omitempty"`
 }
 
 func (s *Server) resumeRun(w http.ResponseWriter, r *http.Request) {
@@ -373,7 +376,13 @@ func (s *Server) resumeRun(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if _, err := s.runner.Pool().Requeue(r.Context(), ag, id); err != nil {
+	runner := s.runner
+	if req.TakeOver {
+		opts := s.runnerOpts
+		opts.TakeOver = "POST /v1/runs/{id}/resume with take_over"
+		runner = shell.NewRunner(s.cfg.Store, &opts)
+	}
+	if _, err := runner.Pool().Requeue(r.Context(), ag, id); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -384,6 +393,9 @@ func (s *Server) resumeRun(w http.ResponseWriter, r *http.Request) {
 
 type cancelRequest struct {
 	Reason string `json:"reason,omitempty"`
+	// TakeOver takes the run's lease whatever its holder and cancels the
+	// run at once (an operator's forced take-over, recorded with the run).
+	TakeOver bool `json:"take_over,omitempty"`
 }
 
 func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
@@ -400,8 +412,16 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
 	}
 	// A run a worker here drives ends at once (the runner tells its drive);
 	// one another server drives is asked to end, and that server's
-	// heartbeat finds the request within a third of the lease's TTL.
-	if _, err := s.runner.Cancel(r.Context(), ag, id, req.Reason); err != nil {
+	// heartbeat finds the request within a third of the lease's TTL. With
+	// take_over, the run is taken from its holder whoever it is (a drive
+	// here is fenced out) and cancelled at once.
+	runner := s.runner
+	if req.TakeOver {
+		opts := s.runnerOpts
+		opts.TakeOver = "POST /v1/runs/{id}/cancel with take_over"
+		runner = shell.NewRunner(s.cfg.Store, &opts)
+	}
+	if _, err := runner.Cancel(r.Context(), ag, id, req.Reason); err != nil {
 		if errors.Is(err, shell.ErrCancelRequested) {
 			// Another server drives it: it ends the run at its next step.
 			s.respondRun(w, r, id, http.StatusAccepted, 0)

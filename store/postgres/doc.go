@@ -22,7 +22,9 @@
 //	runs           rk (bigint identity), id (unique, byte order), agent, config, input,
 //	               status (CHECK: the 7 statuses), times (ns), answer, fail_code, reason,
 //	               parent, retry_ns, stall_attempts, lease_owner, lease_token,
-//	               lease_expires_ns, cancel_reason
+//	               lease_expires_ns (by the server's clock: expiry is judged in
+//	               SQL, never by a client's), cancel_reason, takeovers (forced
+//	               take-overs, a line each)
 //	steps          (rk, seq) primary key, created_ns, msg_count, msg_sum, body, sum
 //	segments       (rk, seq_from) primary key, seq_to, first, n, body, sum
 //	intents        ord (identity: recorded order), rk, seq, call_id, tool, args,

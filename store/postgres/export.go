@@ -114,7 +114,7 @@ func (s *Postgres) ImportAs(ctx context.Context, r io.Reader, id string) (string
 	}
 	id = p.Run.ID
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		rk, err := insertRun(ctx, tx, p.Run)
+		rk, _, err := insertRun(ctx, tx, p.Run)
 		if err != nil {
 			return err
 		}

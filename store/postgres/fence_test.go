@@ -31,8 +31,7 @@ func TestFencedBatchedCheckpoint(t *testing.T) {
 	if err := s.Checkpoint(ctx, old, cp); err != nil {
 		t.Fatal(err)
 	}
-	clock.add(2 * time.Second)
-	if _, err := reopen(t, s, &Options{Now: clock.now}).Acquire(ctx, "r", store.LeaseRequest{Owner: "b/2/y", TTL: time.Second}); err != nil {
+	if _, err := reopen(t, s, &Options{Now: clock.now}).Acquire(ctx, "r", store.LeaseRequest{Owner: "b/2/y", TTL: time.Second, TakeOver: &old, Forced: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := s.cache.Tail("r"); !ok {

@@ -10,11 +10,21 @@ import (
 	"github.com/stepwise-agent/stepwise/store"
 )
 
+// serverNowNs is the server's clock in nanoseconds since the epoch (to the
+// microsecond) when the statement started: lease expiries are written and
+// judged by it, in the statements that take or renew a lease, so that
+// contenders on hosts whose clocks disagree agree on when a lease lapses
+// (docs/adr/0027-one-clock.md). It is stable within a statement, so the
+// claim's condition on it can use the index runs_claimable.
+const serverNowNs = `(extract(epoch from statement_timestamp()) * 1000000000)::bigint`
+
 // Acquire takes the run's lease (see store.Runs). It reads the lease with
-// the run's row locked (FOR UPDATE), decides with req.Takes on the store's
-// clock, and writes the new holder and token in the same transaction; a
-// fenced step insert (FOR SHARE) waits for it or it waits for the insert,
-// so nothing is written by the old holder once the new one holds the run.
+// the run's row locked (FOR UPDATE); a free lease or the holder named by
+// req.TakeOver is taken at once, a held one only by an update conditional
+// on its expiry having passed by the server's clock. The new holder and
+// token are written in the same transaction; a fenced step insert (FOR
+// SHARE) waits for it or it waits for the insert, so nothing is written by
+// the old holder once the new one holds the run.
 func (s *Postgres) Acquire(ctx context.Context, runID string, req store.LeaseRequest) (store.Lease, error) {
 	if err := req.Check(); err != nil {
 		return store.Lease{}, fmt.Errorf("run %s: acquire lease: %w", runID, err)
@@ -39,13 +49,26 @@ func (s *Postgres) Acquire(ctx context.Context, runID string, req store.LeaseReq
 			return err
 		}
 		cur.RunID, cur.Expires = runID, fromNs(expires)
-		now := s.now()
-		if !req.Takes(cur, now) {
+		out = store.Lease{RunID: runID, Owner: req.Owner, Token: cur.Token + 1}
+		// The row is locked: only time changes until the update, which
+		// judges expiry on the server's clock unless the lease is free or
+		// named (then the condition is left out).
+		cond, note := ` AND lease_expires_ns <= `+serverNowNs, ""
+		if req.TakesOver(cur, false) {
+			cond = ""
+			if req.Forced != "" && cur.Owner != "" {
+				note = req.TakeOverNote(cur, s.now())
+			}
+		}
+		var newExpires int64
+		err = tx.QueryRow(ctx, `UPDATE runs SET lease_owner = $1, lease_token = $2, lease_expires_ns = `+serverNowNs+` + $3::bigint,
+			takeovers = CASE WHEN $4 = '' THEN takeovers WHEN takeovers = '' THEN $4 ELSE takeovers || E'\n' || $4 END
+			WHERE id = $5`+cond+` RETURNING lease_expires_ns`,
+			out.Owner, out.Token, int64(req.TTL), note, runID).Scan(&newExpires)
+		if errors.Is(err, pgx.ErrNoRows) {
 			return &store.BusyError{Holder: cur}
 		}
-		out = store.Lease{RunID: runID, Owner: req.Owner, Token: cur.Token + 1, Expires: now.Add(req.TTL).UTC()}
-		_, err = tx.Exec(ctx, `UPDATE runs SET lease_owner = $1, lease_token = $2, lease_expires_ns = $3 WHERE id = $4`,
-			out.Owner, out.Token, out.Expires.UnixNano(), runID)
+		out.Expires = fromNs(newExpires)
 		return err
 	})
 	if err != nil {
@@ -54,19 +77,26 @@ func (s *Postgres) Acquire(ctx context.Context, runID string, req store.LeaseReq
 	return out, nil
 }
 
-// Renew extends a held lease (see store.Runs): one statement, conditional
-// on the lease.
+// Renew extends a held lease to ttl from now by the server's clock (see
+// store.Runs): one statement, conditional on the lease.
 func (s *Postgres) Renew(ctx context.Context, l store.Lease, ttl time.Duration) (store.Lease, error) {
 	if ttl <= 0 {
 		return l, fmt.Errorf("run %s: renew lease: TTL %v", l.RunID, ttl)
 	}
-	expires := s.now().Add(ttl).UTC()
-	err := s.leaseUpdate(ctx, l, `UPDATE runs SET lease_expires_ns = $1 WHERE id = $2 AND lease_owner = $3 AND lease_token = $4`,
-		expires.UnixNano(), l.RunID, l.Owner, l.Token)
+	if l.Owner == "" {
+		return l, fmt.Errorf("run %s: renew lease: %w", l.RunID, explainFence(ctx, s.pool, l, false))
+	}
+	var expires int64
+	err := s.pool.QueryRow(ctx, `UPDATE runs SET lease_expires_ns = `+serverNowNs+` + $1::bigint
+		WHERE id = $2 AND lease_owner = $3 AND lease_token = $4 RETURNING lease_expires_ns`,
+		int64(ttl), l.RunID, l.Owner, l.Token).Scan(&expires)
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = explainFence(ctx, s.pool, l, false)
+	}
 	if err != nil {
 		return l, fmt.Errorf("run %s: renew lease: %w", l.RunID, err)
 	}
-	l.Expires = expires
+	l.Expires = fromNs(expires)
 	return l, nil
 }
 
@@ -136,17 +166,18 @@ func lostOrMissing(ctx context.Context, q querier, l store.Lease) error {
 }
 
 // claimSQL hands the oldest runnable run to a worker in one statement (a
-// free lease's expiry is 0, so an expiry not after now is a free or
-// expired lease; the index runs_claimable holds the candidates): it
+// free lease's expiry is 0, so an expiry not after the server's now is a
+// free or expired lease; the index runs_claimable holds the candidates;
+// a stalled run's retry time is $1, the store's clock): it
 // locks the first candidate no other claim or Acquire holds (SKIP LOCKED,
 // so racing workers take different runs, each re-checked against its
 // latest version once locked) and writes the new holder and token.
 const claimSQL = `WITH c AS (
 	SELECT rk FROM runs
-	WHERE status IN ('running', 'stalled') AND lease_expires_ns <= $1 AND (status = 'running' OR retry_ns <= $1)
+	WHERE status IN ('running', 'stalled') AND lease_expires_ns <= ` + serverNowNs + ` AND (status = 'running' OR retry_ns <= $1)
 	ORDER BY created_ns, id LIMIT 1 FOR UPDATE SKIP LOCKED)
-UPDATE runs r SET lease_owner = $2, lease_token = r.lease_token + 1, lease_expires_ns = $3 FROM c WHERE r.rk = c.rk
-RETURNING r.id, r.lease_token`
+UPDATE runs r SET lease_owner = $2, lease_token = r.lease_token + 1, lease_expires_ns = ` + serverNowNs + ` + $3::bigint FROM c WHERE r.rk = c.rk
+RETURNING r.id, r.lease_token, r.lease_expires_ns`
 
 // Claim takes the lease of one runnable run (see store.Runs): a run marked
 // running that no live lease holds, or a stalled one whose retry time has
@@ -155,9 +186,10 @@ func (s *Postgres) Claim(ctx context.Context, req store.LeaseRequest) (store.Lea
 	if err := req.Check(); err != nil {
 		return store.Lease{}, fmt.Errorf("claim a run: %w", err)
 	}
-	now := s.now()
-	out := store.Lease{Owner: req.Owner, Expires: now.Add(req.TTL).UTC()}
-	err := s.pool.QueryRow(ctx, claimSQL, now.UnixNano(), out.Owner, out.Expires.UnixNano()).Scan(&out.RunID, &out.Token)
+	out := store.Lease{Owner: req.Owner}
+	var expires int64
+	err := s.pool.QueryRow(ctx, claimSQL, s.now().UnixNano(), out.Owner, int64(req.TTL)).Scan(&out.RunID, &out.Token, &expires)
+	out.Expires = fromNs(expires)
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = store.ErrNotFound
 	}

@@ -16,10 +16,14 @@ import (
 // Options tune a store. A nil *Options, and every zero field, means the
 // default.
 type Options struct {
-	// Now is the store's clock, used for created/updated times and lease
-	// expiries. The default is the database server's clock: time.Now plus
-	// the offset to the server's clock measured at Open, so that stores on
-	// hosts whose clocks disagree agree on when a lease expires.
+	// Now is the store's clock, used for created/updated times and a
+	// stalled run's retry time. The default is the database server's
+	// clock: time.Now plus the offset to the server's clock measured at
+	// Open. Lease expiries do not use it: they are written and judged by
+	// the server's clock in the statements that take, renew and claim a
+	// lease (serverNowNs), so a host whose clock drifted since Open, or
+	// a Now set hours off, cannot take a live run over or pin a dead
+	// one.
 	Now func() time.Time
 	// Schema, when set, is the schema the store lives in: Open creates it
 	// if it does not exist, and every connection uses it (search_path).

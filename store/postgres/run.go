@@ -57,8 +57,12 @@ func (s *Postgres) CreateRun(ctx context.Context, r store.NewRun) (store.Lease, 
 			Lease: lease,
 		}
 		var err error
-		if rk, err = insertRun(ctx, tx, rec); err != nil {
+		var expires int64
+		if rk, expires, err = insertRun(ctx, tx, rec); err != nil {
 			return err
+		}
+		if lease.Owner != "" {
+			lease.Expires = fromNs(expires)
 		}
 		_, err = tx.Exec(ctx, insertStepSQL, stepArgs(&step, rk)...)
 		return err
@@ -72,23 +76,25 @@ func (s *Postgres) CreateRun(ctx context.Context, r store.NewRun) (store.Lease, 
 	return lease, nil
 }
 
-// insertRun inserts a run (its steps follow) and returns its key.
-func insertRun(ctx context.Context, tx pgx.Tx, r codec.RunRow) (int64, error) {
-	var expires int64
+// insertRun inserts a run (its steps follow) and returns its key and its
+// lease's expiry. A held lease's expiry is set by the server's clock
+// (serverNowNs): its TTL is what separates r.Lease.Expires from r.Created.
+func insertRun(ctx context.Context, tx pgx.Tx, r codec.RunRow) (rk, expires int64, err error) {
+	var ttl int64
 	if r.Lease.Owner != "" {
-		expires = r.Lease.Expires.UnixNano()
+		ttl = r.Lease.Expires.UnixNano() - r.Created
 	}
-	var rk int64
-	err := tx.QueryRow(ctx, `INSERT INTO runs (id, agent, config_hash, config, input, status, created_ns, updated_ns,
+	err = tx.QueryRow(ctx, `INSERT INTO runs (id, agent, config_hash, config, input, status, created_ns, updated_ns,
 		answer, fail_code, reason, parent_id, parent_step, retry_ns, lease_owner, lease_token, lease_expires_ns)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) RETURNING rk`,
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,
+			CASE WHEN $15 = '' THEN 0 ELSE `+serverNowNs+` + $17::bigint END) RETURNING rk, lease_expires_ns`,
 		r.ID, r.Agent, r.ConfigHash, nonNil(r.Config), []byte(r.Input), string(r.Status), r.Created, r.Updated,
 		[]byte(r.Answer), string(r.FailCode), []byte(r.Reason), r.ParentID, int64(r.ParentStep), r.Retry,
-		r.Lease.Owner, r.Lease.Token, expires).Scan(&rk)
+		r.Lease.Owner, r.Lease.Token, ttl).Scan(&rk, &expires)
 	if uniqueViolation(err, "runs_id_key") {
-		return 0, fmt.Errorf("run %s: %w", r.ID, store.ErrExists)
+		return 0, 0, fmt.Errorf("run %s: %w", r.ID, store.ErrExists)
 	}
-	return rk, err
+	return rk, expires, err
 }
 
 // lastStepJoin joins the run r's last step as s (none for a run without
@@ -101,7 +107,7 @@ const runSelect = `SELECT r.id, r.agent, r.config_hash,
 	` + currentConfig + `,
 	r.input, r.status, r.created_ns, greatest(r.updated_ns, s.created_ns),
 	r.answer, r.fail_code, r.reason, r.parent_id, r.parent_step, s.seq,
-	r.retry_ns, r.lease_owner, r.lease_token, r.lease_expires_ns, r.config, r.cancel_reason, r.stall_attempts
+	r.retry_ns, r.lease_owner, r.lease_token, r.lease_expires_ns, r.config, r.cancel_reason, r.stall_attempts, r.takeovers
 	FROM runs r` + lastStepJoin
 
 // currentConfig is the column of RunInfo.Config (RunInfo.StartConfig is
@@ -116,10 +122,11 @@ func scanRun(sc interface{ Scan(...any) error }) (store.RunInfo, error) {
 	var ri store.RunInfo
 	var status, failCode string
 	var input, answer, reason, cancel []byte
+	var takeovers string
 	var created, updated, retry, expires, parentStep, lastSeq, stalls int64
 	err := sc.Scan(&ri.ID, &ri.Agent, &ri.ConfigHash, &ri.Config, &input, &status, &created, &updated,
 		&answer, &failCode, &reason, &ri.ParentID, &parentStep, &lastSeq,
-		&retry, &ri.Lease.Owner, &ri.Lease.Token, &expires, &ri.StartConfig, &cancel, &stalls)
+		&retry, &ri.Lease.Owner, &ri.Lease.Token, &expires, &ri.StartConfig, &cancel, &stalls, &takeovers)
 	if err != nil {
 		return store.RunInfo{}, err
 	}
@@ -135,6 +142,9 @@ func scanRun(sc interface{ Scan(...any) error }) (store.RunInfo, error) {
 	}
 	if retry != 0 {
 		ri.RetryAt = fromNs(retry)
+	}
+	if takeovers != "" {
+		ri.TakeOvers = strings.Split(takeovers, "\n")
 	}
 	return ri, nil
 }

@@ -16,6 +16,10 @@
 //     other steps, leases and cache entries a crash of the process (each
 //     synced commit makes those before it durable). A failed checkpoint writes
 //     nothing.
+//   - A held lease lapses, for this store, once it has watched the lease's
+//     heartbeat (lease_beat, moved by every renewal) not move for the
+//     holder's TTL (lease_ttl_ns) on its own clock (lease_watch.go); the
+//     expiry the holder wrote, by its clock, is only shown.
 //   - Steps are append-only and contiguous from 0. The state loaded at any
 //     step (LoadStep, LoadLatest, Steps) encodes, with core.EncodeState, to
 //     exactly the bytes of the state that was checkpointed; actions and

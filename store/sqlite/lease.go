@@ -10,7 +10,9 @@ import (
 	"github.com/stepwise-agent/stepwise/store"
 )
 
-// Acquire takes the run's lease (see store.Runs).
+// Acquire takes the run's lease (see store.Runs). A held lease is taken
+// over only when this store has watched its heartbeat not move for its
+// TTL (see watch), or when req.TakeOver names exactly its holder.
 func (s *SQLite) Acquire(ctx context.Context, runID string, req store.LeaseRequest) (store.Lease, error) {
 	if err := req.Check(); err != nil {
 		return store.Lease{}, fmt.Errorf("run %s: acquire lease: %w", runID, err)
@@ -21,9 +23,9 @@ func (s *SQLite) Acquire(ctx context.Context, runID string, req store.LeaseReque
 	var out store.Lease
 	err := s.writeLight(ctx, "run "+runID+": acquire lease", func(tx *wtx) error {
 		var cur store.Lease
-		var expires int64
-		err := tx.QueryRowContext(ctx, `SELECT lease_owner, lease_token, lease_expires_ns FROM runs WHERE id = ?`, runID).
-			Scan(&cur.Owner, &cur.Token, &expires)
+		var expires, beat, ttl int64
+		err := tx.QueryRowContext(ctx, `SELECT lease_owner, lease_token, lease_expires_ns, lease_beat, lease_ttl_ns FROM runs WHERE id = ?`, runID).
+			Scan(&cur.Owner, &cur.Token, &expires, &beat, &ttl)
 		if errors.Is(err, sql.ErrNoRows) {
 			return store.ErrNotFound
 		}
@@ -31,19 +33,42 @@ func (s *SQLite) Acquire(ctx context.Context, runID string, req store.LeaseReque
 			return err
 		}
 		cur.RunID, cur.Expires = runID, fromNs(expires)
+		// Read after the row: a renewal this read missed committed
+		// after it, so the watch never starts before the last renewal.
 		now := s.now()
-		if !req.Takes(cur, now) {
-			return &store.BusyError{Holder: cur}
+		var v verdict
+		if cur.Owner != "" {
+			v = s.watch.look(cur, beat, leaseTTL(ttl, req.TTL), now)
+		}
+		if !req.TakesOver(cur, v.expired) {
+			return &store.BusyError{Holder: cur, Recheck: v.recheck, Renewed: v.renewed}
 		}
 		out = store.Lease{RunID: runID, Owner: req.Owner, Token: cur.Token + 1, Expires: now.Add(req.TTL).UTC()}
-		_, err = tx.ExecContext(ctx, `UPDATE runs SET lease_owner = ?, lease_token = ?, lease_expires_ns = ? WHERE id = ?`,
-			out.Owner, out.Token, out.Expires.UnixNano(), runID)
+		note := ""
+		if req.Forced != "" && cur.Owner != "" && !v.expired {
+			note = req.TakeOverNote(cur, now)
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE runs SET lease_owner = ?, lease_token = ?, lease_expires_ns = ?, lease_beat = lease_beat + 1, lease_ttl_ns = ?,
+			takeovers = CASE WHEN ?5 = '' THEN takeovers WHEN takeovers = '' THEN ?5 ELSE takeovers || char(10) || ?5 END WHERE id = ?`,
+			out.Owner, out.Token, out.Expires.UnixNano(), int64(req.TTL), note, runID)
 		return err
 	})
+	if err == nil {
+		s.watch.forget(runID)
+	}
 	return out, err
 }
 
-// Renew extends a held lease (see store.Runs).
+// leaseTTL is the TTL a lease's watchers wait out: the holder's, or, for a
+// lease written before the holder's was stored, the contender's own.
+func leaseTTL(stored int64, own time.Duration) time.Duration {
+	if stored > 0 {
+		return time.Duration(stored)
+	}
+	return own
+}
+
+// Renew extends a held lease (see store.Runs) and moves its heartbeat.
 func (s *SQLite) Renew(ctx context.Context, l store.Lease, ttl time.Duration) (store.Lease, error) {
 	if ttl <= 0 {
 		return l, fmt.Errorf("run %s: renew lease: TTL %v", l.RunID, ttl)
@@ -53,7 +78,8 @@ func (s *SQLite) Renew(ctx context.Context, l store.Lease, ttl time.Duration) (s
 			return err
 		}
 		l.Expires = s.now().Add(ttl).UTC()
-		_, err := tx.ExecContext(ctx, `UPDATE runs SET lease_expires_ns = ? WHERE id = ?`, l.Expires.UnixNano(), l.RunID)
+		_, err := tx.ExecContext(ctx, `UPDATE runs SET lease_expires_ns = ?, lease_beat = lease_beat + 1, lease_ttl_ns = ? WHERE id = ?`,
+			l.Expires.UnixNano(), int64(ttl), l.RunID)
 		return err
 	})
 	return l, err
@@ -106,47 +132,123 @@ func lostOrMissing(ctx context.Context, q querier, l store.Lease) error {
 
 func fromNs(ns int64) time.Time { return time.Unix(0, ns).UTC() }
 
-// claimable selects the runs a worker may claim at ?1 (now): running, or
-// stalled with their retry time come, and a lease free (its expiry is 0)
-// or expired; the index runs_claimable holds just those.
-const claimable = `status IN ('running', 'stalled') AND lease_expires_ns <= ?1 AND (status = 'running' OR retry_ns <= ?1)`
+// claimFree selects the runs a worker may claim at ?1 (now) that no lease
+// holds: running, or stalled with their retry time come, and a lease free
+// (its expiry is 0); the index runs_claimable holds just those.
+const claimFree = `status IN ('running', 'stalled') AND lease_expires_ns = 0 AND (status = 'running' OR retry_ns <= ?1)`
 
-// Claim takes the lease of one runnable run (see store.Runs).
+// claimHeld selects the runs a worker may claim once their lease lapsed:
+// running, or stalled with their retry time come, and held.
+const claimHeld = `status IN ('running', 'stalled') AND lease_expires_ns <> 0 AND (status = 'running' OR retry_ns <= ?1)`
+
+// Claim takes the lease of one runnable run (see store.Runs): the oldest
+// whose lease is free, or whose heartbeat this store has watched not move
+// for its TTL. Each claim looks at every held runnable run, so that the
+// watch of a driver that died starts at once.
 func (s *SQLite) Claim(ctx context.Context, req store.LeaseRequest) (store.Lease, error) {
 	if err := req.Check(); err != nil {
 		return store.Lease{}, fmt.Errorf("claim a run: %w", err)
 	}
-	// Most claims of an idle worker find nothing: a read says so without
-	// taking the write lock from the runs being checkpointed.
-	var any int
-	err := s.r.QueryRowContext(ctx, `SELECT 1 FROM runs INDEXED BY runs_claimable WHERE `+claimable+` LIMIT 1`, s.now().UnixNano()).Scan(&any)
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.Lease{}, store.ErrNotFound
-	}
+	lapsed, err := s.lapsed(ctx, req.TTL)
 	if err != nil {
 		return store.Lease{}, fmt.Errorf("claim a run: %w", err)
+	}
+	if len(lapsed) == 0 {
+		// Most claims of an idle worker find nothing: a read says so
+		// without taking the write lock from the runs being checkpointed.
+		var any int
+		err := s.r.QueryRowContext(ctx, `SELECT 1 FROM runs INDEXED BY runs_claimable WHERE `+claimFree+` LIMIT 1`, s.now().UnixNano()).Scan(&any)
+		if errors.Is(err, sql.ErrNoRows) {
+			return store.Lease{}, store.ErrNotFound
+		}
+		if err != nil {
+			return store.Lease{}, fmt.Errorf("claim a run: %w", err)
+		}
 	}
 	var out store.Lease
 	err = s.writeLight(ctx, "claim a run", func(tx *wtx) error {
 		now := s.now()
 		ns := now.UnixNano()
+		// The oldest free run, and the oldest lapsed one still as this
+		// store watched it (same holder, token and heartbeat): the older
+		// of the two.
 		var id string
-		var token int64
-		err := tx.QueryRowContext(ctx, `SELECT id, lease_token FROM runs INDEXED BY runs_claimable WHERE `+claimable+`
-			ORDER BY created_ns, id LIMIT 1`, ns).Scan(&id, &token)
+		var token, created int64
+		err := tx.QueryRowContext(ctx, `SELECT id, lease_token, created_ns FROM runs INDEXED BY runs_claimable WHERE `+claimFree+`
+			ORDER BY created_ns, id LIMIT 1`, ns).Scan(&id, &token, &created)
 		if errors.Is(err, sql.ErrNoRows) {
-			return store.ErrNotFound
-		}
-		if err != nil {
+			id = ""
+		} else if err != nil {
 			return err
 		}
+		for _, c := range lapsed {
+			if id != "" && (created < c.created || created == c.created && id < c.id) {
+				break
+			}
+			var owner string
+			var tok, beat int64
+			err := tx.QueryRowContext(ctx, `SELECT lease_owner, lease_token, lease_beat FROM runs WHERE id = ?2 AND `+claimHeld, ns, c.id).
+				Scan(&owner, &tok, &beat)
+			if err == nil && owner == c.owner && tok == c.token && beat == c.beat {
+				id, token = c.id, tok
+				break
+			}
+			if err != nil && !errors.Is(err, sql.ErrNoRows) {
+				return err
+			}
+		}
+		if id == "" {
+			return store.ErrNotFound
+		}
 		out = store.Lease{RunID: id, Owner: req.Owner, Token: token + 1, Expires: now.Add(req.TTL).UTC()}
-		_, err = tx.ExecContext(ctx, `UPDATE runs SET lease_owner = ?, lease_token = ?, lease_expires_ns = ? WHERE id = ?`,
-			out.Owner, out.Token, out.Expires.UnixNano(), id)
+		_, err = tx.ExecContext(ctx, `UPDATE runs SET lease_owner = ?, lease_token = ?, lease_expires_ns = ?, lease_beat = lease_beat + 1, lease_ttl_ns = ? WHERE id = ?`,
+			out.Owner, out.Token, out.Expires.UnixNano(), int64(req.TTL), id)
 		return err
 	})
 	if err == nil {
 		s.cache.ForgetTail(out.RunID)
+		s.watch.forget(out.RunID)
 	}
 	return out, err
+}
+
+// lapsed looks at every held runnable run (updating the watch) and returns
+// those whose lease this store has watched lapse, oldest first.
+func (s *SQLite) lapsed(ctx context.Context, own time.Duration) ([]heldRun, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT id, created_ns, lease_owner, lease_token, lease_beat, lease_ttl_ns FROM runs INDEXED BY runs_claimable
+		WHERE `+claimHeld+` ORDER BY created_ns, id`, s.now().UnixNano())
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var held []heldRun
+	var ttls []int64
+	for rows.Next() {
+		var c heldRun
+		var ttl int64
+		if err := rows.Scan(&c.id, &c.created, &c.owner, &c.token, &c.beat, &ttl); err != nil {
+			return nil, err
+		}
+		held, ttls = append(held, c), append(ttls, ttl)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	now := s.now() // after the read (see Acquire)
+	var out []heldRun
+	for i, c := range held {
+		l := store.Lease{RunID: c.id, Owner: c.owner, Token: c.token}
+		if s.watch.look(l, c.beat, leaseTTL(ttls[i], own), now).expired {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// heldRun is a held runnable run as Claim saw it.
+type heldRun struct {
+	id          string
+	created     int64
+	owner       string
+	token, beat int64
 }

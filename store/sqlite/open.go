@@ -40,6 +40,11 @@ type Options struct {
 	BusyTimeout time.Duration
 	// Now is the store's clock, used for created/updated times and lease
 	// expiries (default time.Now). Times are stored in nanoseconds, UTC.
+	// Whether a lease lapsed is judged by the time between this store's
+	// own readings of Now (it watches the lease's heartbeat), never by
+	// comparing Now with a time another process wrote: readings of
+	// time.Now, even shifted by a constant, subtract on the monotonic
+	// clock, so a skewed or jumping wall clock cannot fool it.
 	Now func() time.Time
 	// MustExist refuses to create the database: a file that does not
 	// exist is store.ErrNotFound (for commands that only read).
@@ -70,6 +75,8 @@ type SQLite struct {
 	// segments) and of the tool lists it holds.
 	cache codec.RunCache
 	tools codec.ToolLists
+	// watch judges leases lapsed on this store's clock (lease_watch.go).
+	watch leaseWatch
 }
 
 var _ store.Store = (*SQLite)(nil)

@@ -71,15 +71,17 @@ func insertRun(ctx context.Context, tx dbtx, r codec.RunRow) (int64, error) {
 	if r.Config == nil {
 		r.Config = []byte{}
 	}
-	var expires int64
+	var expires, ttl int64
 	if r.Lease.Owner != "" {
-		expires = r.Lease.Expires.UnixNano()
+		// A new run's lease was taken at its creation time: its TTL is
+		// what separates them (the heartbeat's watchers need it).
+		expires, ttl = r.Lease.Expires.UnixNano(), r.Lease.Expires.UnixNano()-r.Created
 	}
 	res, err := tx.ExecContext(ctx, `INSERT INTO runs (id, agent, config_hash, config, input, status, created_ns, updated_ns,
-		answer, fail_code, reason, parent_id, parent_step, retry_ns, lease_owner, lease_token, lease_expires_ns)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		answer, fail_code, reason, parent_id, parent_step, retry_ns, lease_owner, lease_token, lease_expires_ns, lease_ttl_ns)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.ID, r.Agent, r.ConfigHash, r.Config, r.Input, string(r.Status), r.Created, r.Updated,
-		r.Answer, string(r.FailCode), r.Reason, r.ParentID, r.ParentStep, r.Retry, r.Lease.Owner, r.Lease.Token, expires)
+		r.Answer, string(r.FailCode), r.Reason, r.ParentID, r.ParentStep, r.Retry, r.Lease.Owner, r.Lease.Token, expires, ttl)
 	if err != nil {
 		var se sqlite3.Error
 		if errors.As(err, &se) && se.ExtendedCode == sqlite3.ErrConstraintUnique {
@@ -100,7 +102,7 @@ const runSelect = `SELECT r.id, r.agent, r.config_hash,
 	r.input, r.status, r.created_ns,
 	max(r.updated_ns, (SELECT created_ns FROM steps WHERE id BETWEEN r.rk << 32 AND (r.rk << 32) + 4294967295 ORDER BY id DESC LIMIT 1)),
 	r.answer, r.fail_code, r.reason, r.parent_id, r.parent_step, ` + lastStepID + ` - (r.rk << 32),
-	r.retry_ns, r.lease_owner, r.lease_token, r.lease_expires_ns, r.config, r.cancel_reason, r.stall_attempts
+	r.retry_ns, r.lease_owner, r.lease_token, r.lease_expires_ns, r.config, r.cancel_reason, r.stall_attempts, r.takeovers
 	FROM runs r`
 
 // currentConfig is the column of RunInfo.Config (RunInfo.StartConfig is
@@ -113,11 +115,11 @@ var listSelect = strings.NewReplacer(currentConfig, `x''`, `r.config, r.cancel_r
 
 func scanRun(sc interface{ Scan(...any) error }) (store.RunInfo, error) {
 	var ri store.RunInfo
-	var status, failCode string
+	var status, failCode, takeovers string
 	var created, updated, retry, expires int64
 	err := sc.Scan(&ri.ID, &ri.Agent, &ri.ConfigHash, &ri.Config, &ri.Input, &status, &created, &updated,
 		&ri.Answer, &failCode, &ri.Reason, &ri.ParentID, &ri.ParentStep, &ri.LastSeq,
-		&retry, &ri.Lease.Owner, &ri.Lease.Token, &expires, &ri.StartConfig, &ri.CancelReason, &ri.StallAttempts)
+		&retry, &ri.Lease.Owner, &ri.Lease.Token, &expires, &ri.StartConfig, &ri.CancelReason, &ri.StallAttempts, &takeovers)
 	if err != nil {
 		return store.RunInfo{}, err
 	}
@@ -136,6 +138,9 @@ func scanRun(sc interface{ Scan(...any) error }) (store.RunInfo, error) {
 	}
 	if retry != 0 {
 		ri.RetryAt = fromNs(retry)
+	}
+	if takeovers != "" {
+		ri.TakeOvers = strings.Split(takeovers, "\n")
 	}
 	return ri, nil
 }

@@ -188,17 +188,21 @@ func testClaim(t *testing.T, h Harness) {
 	ctx := context.Background()
 	clock := NewClock()
 	s := open(t, h, clock.Now)
-	req := store.LeaseRequest{Owner: "worker/1/w", TTL: time.Minute}
+	req := store.LeaseRequest{Owner: "worker/1/w", TTL: time.Hour}
 	if _, err := s.Claim(ctx, req); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("a claim with nothing runnable: %v", err)
 	}
+	// "held" and "expired" are held for lapse, real time: leases lapse on
+	// a clock the test's clock does not move (see clock.go).
+	const lapse = 2 * time.Second
+	created := time.Now()
 	mk := func(id string, held bool) (store.Lease, *synth) {
 		clock.Add(time.Second)
 		owner := ""
 		if held {
 			owner = "t/1/" + id
 		}
-		l, err := s.CreateRun(ctx, store.NewRun{ID: id, Agent: "agent", Initial: initial(id), Owner: owner, LeaseTTL: time.Minute})
+		l, err := s.CreateRun(ctx, store.NewRun{ID: id, Agent: "agent", Initial: initial(id), Owner: owner, LeaseTTL: lapse})
 		must(t, err)
 		return l, newSynth(id, nil)
 	}
@@ -220,23 +224,33 @@ func testClaim(t *testing.T, h Harness) {
 	must(t, s.Checkpoint(ctx, l, g.ending("complete")))
 	must(t, s.Release(ctx, l))
 	mk("expired", true) // its driver's lease expires below
+	made := time.Now()
 	var got []string
-	clock.Add(2 * time.Minute) // "held" and "expired" lapse; "stalled-now" is due
-	for {
-		l, err := s.Claim(ctx, req)
-		if errors.Is(err, store.ErrNotFound) {
-			break
-		}
-		must(t, err)
-		if l.Owner != req.Owner || l.Token < 1 {
-			t.Fatalf("claimed lease %+v", l)
-		}
-		got = append(got, l.RunID)
-		if len(got) > 10 {
-			t.Fatalf("claims never end: %v", got)
+	claimAll := func() {
+		for {
+			l, err := s.Claim(ctx, req)
+			if errors.Is(err, store.ErrNotFound) {
+				break
+			}
+			must(t, err)
+			if l.Owner != req.Owner || l.Token < 1 {
+				t.Fatalf("claimed lease %+v", l)
+			}
+			got = append(got, l.RunID)
+			if len(got) > 10 {
+				t.Fatalf("claims never end: %v", got)
+			}
 		}
 	}
-	if fmt.Sprint(got) != "[new held stalled-now expired]" {
+	clock.Add(2 * time.Minute) // "stalled-now" is due
+	claimAll()
+	if time.Since(created) < lapse && fmt.Sprint(got) != "[new stalled-now]" {
+		t.Fatalf("claimed %v while two runs were held", got)
+	}
+	time.Sleep(time.Until(made.Add(lapse + 10*time.Millisecond)))
+	clock.Add(2 * time.Minute)
+	claimAll() // "held" and "expired" lapsed
+	if fmt.Sprint(got) != "[new stalled-now held expired]" {
 		t.Fatalf("claimed %v", got)
 	}
 	// A claimed run is held: its new holder writes, another claim skips it.

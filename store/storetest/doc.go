@@ -21,7 +21,9 @@
 //
 // The cases are subtests of Run, one per behaviour: checkpoints (order,
 // refusals, cancellation, round trips byte for byte through generated and
-// segmented runs, StepsFrom), statuses and agent changes, leases,
+// segmented runs, StepsFrom), statuses and agent changes, leases (their
+// expiry on one clock: contenders skewed by hours neither take a live run
+// nor wait past a dead holder's TTL; an operator's forced take-over),
 // fencing of every write and its race with a take-over, a second writer
 // and a stale tail, intents and outcomes, export/import byte identity and
 // validation, free text (NUL, invalid UTF-8), listing and its cursor,

@@ -84,20 +84,22 @@ func testStatusTransitions(t *testing.T, h Harness) {
 
 // testLeases: a run is created held; a live lease refuses every other
 // acquirer (and its own owner again), naming the holder; renewal moves the
-// expiry; an expired or released lease is free; a take-over names exactly
-// the holder; each acquisition increments the token.
+// expiry; a lease not renewed for its TTL, or released, is free; a
+// take-over names exactly the holder; each acquisition increments the
+// token. Expiry takes real time: every store judges it on one clock that
+// no injected Now moves (see clock.go).
 func testLeases(t *testing.T, h Harness) {
 	ctx := context.Background()
-	clock := newStillClock()
-	s := open(t, h, clock.now)
+	s := open(t, h, nil)
+	before := time.Now()
 	a, err := s.CreateRun(ctx, store.NewRun{ID: "r", Agent: "a", Initial: initial("r"), Owner: "hostA/1/aa", LeaseTTL: 10 * time.Second})
 	must(t, err)
-	if a.Token != 1 || a.Owner != "hostA/1/aa" || a.RunID != "r" || !a.Expires.Equal(clock.now().Add(10*time.Second)) {
+	if a.Token != 1 || a.Owner != "hostA/1/aa" || a.RunID != "r" || !near(a.Expires, before.Add(10*time.Second)) {
 		t.Fatalf("lease at creation: %+v", a)
 	}
 	info, _ := s.Run(ctx, "r")
-	if info.Lease != a || info.Orphaned(clock.now()) {
-		t.Fatalf("RunInfo.Lease %+v, want %+v (orphaned %v)", info.Lease, a, info.Orphaned(clock.now()))
+	if info.Lease != a || info.Orphaned(time.Now()) {
+		t.Fatalf("RunInfo.Lease %+v, want %+v (orphaned %v)", info.Lease, a, info.Orphaned(time.Now()))
 	}
 	// A live lease refuses everyone else, and is not re-entrant.
 	for _, owner := range []string{"hostB/2/bb", "hostA/1/aa"} {
@@ -108,13 +110,14 @@ func testLeases(t *testing.T, h Harness) {
 		}
 	}
 	// Renewal moves the expiry; the holder stays.
-	clock.add(8 * time.Second)
-	if a, err = s.Renew(ctx, a, 10*time.Second); err != nil || !a.Expires.Equal(clock.now().Add(10*time.Second)) {
-		t.Fatalf("renew: %+v %v", a, err)
+	time.Sleep(2 * time.Millisecond)
+	renewed, err := s.Renew(ctx, a, 20*time.Second)
+	if err != nil || !renewed.Expires.After(a.Expires) || renewed.Token != a.Token || renewed.Owner != a.Owner {
+		t.Fatalf("renew: %+v %v", renewed, err)
 	}
-	clock.add(9 * time.Second)
-	if _, err := s.Acquire(ctx, "r", store.LeaseRequest{Owner: "hostB/2/bb", TTL: time.Second}); !errors.Is(err, store.ErrBusy) {
-		t.Fatalf("acquire before the renewed expiry: %v", err)
+	a = renewed
+	if ri, _ := s.Run(ctx, "r"); ri.Lease != a {
+		t.Fatalf("after renewal: %+v, want %+v", ri.Lease, a)
 	}
 	// A take-over of exactly the holder works before the expiry (the
 	// caller found it dead); one naming another token does not.
@@ -123,9 +126,13 @@ func testLeases(t *testing.T, h Harness) {
 	if _, err := s.Acquire(ctx, "r", store.LeaseRequest{Owner: "hostB/2/bb", TTL: time.Second, TakeOver: &wrong}); !errors.Is(err, store.ErrBusy) {
 		t.Fatalf("take-over naming another token: %v", err)
 	}
-	b, err := s.Acquire(ctx, "r", store.LeaseRequest{Owner: "hostB/2/bb", TTL: 5 * time.Second, TakeOver: &a})
+	const ttl = 300 * time.Millisecond
+	b, err := s.Acquire(ctx, "r", store.LeaseRequest{Owner: "hostB/2/bb", TTL: ttl, TakeOver: &a})
 	if err != nil || b.Token != 2 || b.Owner != "hostB/2/bb" {
 		t.Fatalf("take-over: %+v %v", b, err)
+	}
+	if ri, _ := s.Run(ctx, "r"); len(ri.TakeOvers) != 0 {
+		t.Fatalf("a take-over of a dead holder was recorded as forced: %q", ri.TakeOvers)
 	}
 	// The old holder can no longer renew or release.
 	if _, err := s.Renew(ctx, a, time.Second); !errors.Is(err, store.ErrLeaseLost) {
@@ -134,30 +141,36 @@ func testLeases(t *testing.T, h Harness) {
 	if err := s.Release(ctx, a); !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("release of a lost lease: %v", err)
 	}
-	// An expired lease is free for the next driver; its holder, if no one
-	// took it, may still renew it.
-	clock.add(6 * time.Second)
-	if !info.Lease.Live(clock.now().Add(-time.Hour)) || b.Live(clock.now()) {
-		t.Fatal("Live misreads expiry")
-	}
-	if b, err = s.Renew(ctx, b, 5*time.Second); err != nil {
-		t.Fatalf("renew after expiry with no one else: %v", err)
-	}
-	must(t, s.Release(ctx, b))
-	if err := s.Release(ctx, b); !errors.Is(err, store.ErrLeaseLost) {
-		t.Fatalf("release twice: %v", err)
-	}
-	if ri, _ := s.Run(ctx, "r"); ri.Lease.Owner != "" || !ri.Lease.Expires.IsZero() || !ri.Orphaned(clock.now()) {
-		t.Fatalf("after release: %+v", ri.Lease)
-	}
-	c, err := s.Acquire(ctx, "r", store.LeaseRequest{Owner: "hostC/3/cc", TTL: time.Second})
-	if err != nil || c.Token != 3 {
+	// A lease not renewed for its TTL is free for a contender that keeps
+	// asking (another process), not before; its holder, if no one took it,
+	// may still renew it.
+	other := reopen(t, h, s, nil)
+	renewedAt := time.Now()
+	b, err = s.Renew(ctx, b, ttl)
+	must(t, err)
+	took := takeWhenLapsed(t, other, "r", "hostX/9/xx", renewedAt, ttl, 10*time.Millisecond, false)
+	must(t, other.Release(ctx, took))
+	c, err := s.Acquire(ctx, "r", store.LeaseRequest{Owner: "hostC/3/cc", TTL: 100 * time.Millisecond})
+	if err != nil || c.Token != 4 {
 		t.Fatalf("acquire after release: %+v %v", c, err)
 	}
-	clock.add(2 * time.Second)
-	d, err := s.Acquire(ctx, "r", store.LeaseRequest{Owner: "hostD/4/dd", TTL: time.Second})
-	if err != nil || d.Token != 4 {
-		t.Fatalf("acquire after expiry: %+v %v", d, err)
+	time.Sleep(200 * time.Millisecond)
+	if c, err = s.Renew(ctx, c, time.Second); err != nil {
+		t.Fatalf("renew after expiry with no one else: %v", err)
+	}
+	must(t, s.Release(ctx, c))
+	if err := s.Release(ctx, c); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("release twice: %v", err)
+	}
+	if ri, _ := s.Run(ctx, "r"); ri.Lease.Owner != "" || !ri.Lease.Expires.IsZero() || !ri.Orphaned(time.Now()) {
+		t.Fatalf("after release: %+v", ri.Lease)
+	}
+	d, err := other.Acquire(ctx, "r", store.LeaseRequest{Owner: "hostD/4/dd", TTL: time.Second})
+	if err != nil || d.Token != 5 {
+		t.Fatalf("acquire after release: %+v %v", d, err)
+	}
+	if !info.Lease.Live(time.Now().Add(-time.Hour)) || info.Lease.Live(time.Now().Add(time.Hour)) {
+		t.Fatal("Live misreads expiry")
 	}
 	if _, err := s.Acquire(ctx, "nope", store.LeaseRequest{Owner: "x", TTL: time.Second}); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("acquire an unknown run: %v", err)
@@ -183,12 +196,11 @@ func testFencing(t *testing.T, h Harness) {
 	cp1 := g.next()
 	must(t, s.Checkpoint(ctx, old, cp1))
 	must(t, s.RecordIntent(ctx, old, 1, core.ToolCall{ID: "c1", Name: "search", Args: []byte(`{}`)}))
-	// The holder is stopped past its lease; another driver (another
-	// process: another store on the database) takes over. s still
+	// The holder is stopped; an operator has another driver (another
+	// process: another store on the database) take the run over. s still
 	// remembers the run's tail, so its next checkpoint takes that path.
-	clock.Add(2 * time.Hour)
 	other := reopen(t, h, s, clock.Now)
-	next, err := other.Acquire(ctx, "r", store.LeaseRequest{Owner: "b/2/y", TTL: time.Hour})
+	next, err := other.Acquire(ctx, "r", store.LeaseRequest{Owner: "b/2/y", TTL: time.Hour, TakeOver: &old, Forced: "stepwise resume --take-over"})
 	must(t, err)
 	remembers(t, h, s, "r", true)
 	before, rows := snapshot(t, s, "r"), dump(t, h, s)

@@ -83,6 +83,8 @@ var cases = []struct {
 	{"Leases", testLeases},
 	{"Fencing", testFencing},
 	{"FenceHoldsAgainstAcquire", testFenceHoldsAgainstAcquire},
+	{"OneClock", testOneClock},
+	{"ForcedTakeOver", testForcedTakeOver},
 	{"AnotherWriter", testAnotherWriter},
 	{"StaleTailSameLease", testStaleTailSameLease},
 	{"Intents", testIntents},
