@@ -21,6 +21,10 @@ import (
 
 const mib = 1 << 20
 
+// under reports whether n bytes fit bound, widened under the race detector
+// (raceSlack).
+func under(n, bound uint64) bool { return float64(n) <= raceSlack*float64(bound) }
+
 // allocated is how many bytes fn allocates (runtime.MemStats.TotalAlloc):
 // everything it read or decoded, kept or not.
 func allocated(fn func()) uint64 {
@@ -114,7 +118,7 @@ func TestOversizedAgentFileIsRefusedUnread(t *testing.T) {
 	if r.code != exitUsage || !strings.Contains(r.stderr, "an agent file may hold at most 1048576 bytes (1 MiB) and this one is 52428800 bytes") {
 		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
 	}
-	if n > 1*mib {
+	if !under(n, 1*mib) {
 		t.Errorf("refusing a 50 MB agent file allocated %d bytes, want under 1 MiB", n)
 	}
 	if _, err := os.Stat(db); !os.IsNotExist(err) {
@@ -143,7 +147,7 @@ func TestOversizedInputIsRefusedBeforeItIsStored(t *testing.T) {
 	if r.code != exitUsage || !strings.Contains(r.stderr, "the input may be at most 2097152 bytes (2 MiB)") {
 		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
 	}
-	if n > 8*mib {
+	if !under(n, 8*mib) {
 		t.Errorf("refusing a 50 MB input allocated %d bytes, want under 8 MiB", n)
 	}
 	t.Logf("a 50 MB input on stdin: %d bytes allocated", n)
@@ -172,19 +176,19 @@ func TestOversizedResultsAreRefusedBeforeTheyAreDecoded(t *testing.T) {
 	if r.code != exitUsage || !strings.Contains(r.stderr, "a results file may be at most 8388608 bytes (8 MiB) and this one is 52428800 bytes") {
 		t.Fatalf("file: exit %d, stderr %q", r.code, r.stderr)
 	}
-	if n > 1*mib {
+	if !under(n, 1*mib) {
 		t.Errorf("refusing a 50 MB results file allocated %d bytes, want under 1 MiB", n)
 	}
 	n = allocated(func() { r = inprocStdin(db, repeated('[', 50*mib), "resume", "some-run", "--results", "-") })
 	if r.code != exitUsage || !strings.Contains(r.stderr, "a results file may be at most 8388608 bytes (8 MiB) and this one is more than that") {
 		t.Fatalf("stdin: exit %d, stderr %q", r.code, r.stderr)
 	}
-	if n > 32*mib {
+	if !under(n, 32*mib) {
 		t.Errorf("refusing 50 MB of results on stdin allocated %d bytes, want under 32 MiB", n)
 	}
 	t.Logf("50 MB of results on stdin: %d bytes allocated", n)
 	n = allocated(func() { r = inprocStdin(db, strings.NewReader(""), "fork", "some-run", "--at", "1", "--result", big) })
-	if r.code != exitUsage || !strings.Contains(r.stderr, "a result file may be at most 8388608 bytes") || n > 1*mib {
+	if r.code != exitUsage || !strings.Contains(r.stderr, "a result file may be at most 8388608 bytes") || !under(n, 1*mib) {
 		t.Fatalf("fork: exit %d, stderr %q, %d bytes allocated", r.code, r.stderr, n)
 	}
 	if _, err := os.Stat(db); !os.IsNotExist(err) {
@@ -227,7 +231,7 @@ func TestListingsReadOnlyWhatTheyShow(t *testing.T) {
 		if r.code != 0 || strings.Count(r.stdout, "run-") != 10 {
 			t.Fatalf("%v: exit %d\n%s%s", args, r.code, r.stdout, r.stderr)
 		}
-		if n > 4*mib {
+		if !under(n, 4*mib) {
 			t.Errorf("%v over 10 runs with 5 MB agents allocated %d bytes, want under 4 MiB", args, n)
 		}
 		t.Logf("%v: %d bytes allocated", args, n)
@@ -237,7 +241,7 @@ func TestListingsReadOnlyWhatTheyShow(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, `"runs":10`) {
 		t.Fatalf("stats: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	if peak > 48*mib {
+	if !under(peak, 48*mib) {
 		t.Errorf("stats over 10 runs with 5 MB agents held %d bytes at its peak, want under 48 MiB", peak)
 	}
 	t.Logf("stats: %d bytes at its peak", peak)
@@ -304,7 +308,7 @@ func TestOversizedModelReplyIsRefusedUnstored(t *testing.T) {
 			if !strings.Contains(r.stdout, c.want) {
 				t.Fatalf("exit %d, stdout %s, stderr %s", r.code, r.stdout, r.stderr)
 			}
-			if n > c.bound {
+			if !under(n, c.bound) {
 				t.Errorf("refusing a 20 MB reply allocated %d bytes, want under %d", n, c.bound)
 			}
 			t.Logf("exit %d, %d bytes allocated: %s", r.code, n, r.stdout)
