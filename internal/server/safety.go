@@ -194,7 +194,7 @@ func serverWriter(w http.ResponseWriter) *errorWriter {
 func unavailable(err error) bool { return store.Unavailable(err) }
 
 // absPath matches an absolute file path in an error's text.
-var absPath = regexp.MustCompile(`(^|[\s"'(=:])(/[^\s"':)]+)`)
+var absPath = regexp.MustCompile(`(^|[\s"'(=])(/[^\s"':)]+)`)
 
 // scrubPaths removes the server's directories from a message a client
 // reads: an agent file is named relative to the agents directory, any

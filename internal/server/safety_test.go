@@ -296,3 +296,22 @@ func TestStoreOutageIs503(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestScrubPaths: an error names an agent file relative to the agents
+// directory and any other absolute path by its last element; URLs are
+// left alone.
+func TestScrubPaths(t *testing.T) {
+	s := &Server{agents: &agents{dir: "/srv/agents"}}
+	for in, want := range map[string]string{
+		"/srv/agents/shop.toml:3:5: bad key":                "shop.toml:3:5: bad key",
+		"open /home/me/secret/notes.txt: permission denied": "open notes.txt: permission denied",
+		`script "/opt/x/s.jsonl" is missing`:                `script "s.jsonl" is missing`,
+		"base_url http://127.0.0.1:8080/v1 refused":         "base_url http://127.0.0.1:8080/v1 refused",
+		"model at https://api.example.com/v1/chat: 401":     "model at https://api.example.com/v1/chat: 401",
+		"a ratio 3/4 and a date 2026/11/27 stay":            "a ratio 3/4 and a date 2026/11/27 stay",
+	} {
+		if got := s.scrubPaths(in); got != want {
+			t.Errorf("scrubPaths(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
