@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -167,38 +166,10 @@ func (g *synth) next() store.Checkpoint {
 	return cp
 }
 
-// leases are the leases the tests hold, by store and run.
-var leases sync.Map // leaseKey -> store.Lease
-
-type leaseKey struct {
-	s  any
-	id string
-}
-
-// leaseStore is what leaseOf needs of a store.
-type leaseStore interface {
-	Acquire(ctx context.Context, runID string, req store.LeaseRequest) (store.Lease, error)
-}
-
-// leaseOf returns a lease on run id through s for a test, acquiring it the
-// first time and taking it over from any other holder: the tests that are
-// not about leases write as the one driver of their runs.
-func leaseOf(t tb, s leaseStore, id string) store.Lease {
+// leaseOf is storetest.LeaseOf.
+func leaseOf(t tb, s storetest.LeaseAcquirer, id string) store.Lease {
 	t.Helper()
-	k := leaseKey{s, id}
-	if l, ok := leases.Load(k); ok {
-		return l.(store.Lease)
-	}
-	ctx := context.Background()
-	l, err := s.Acquire(ctx, id, store.LeaseRequest{Owner: "test/1/x", TTL: time.Hour})
-	if busy, ok := errors.AsType[*store.BusyError](err); ok {
-		l, err = s.Acquire(ctx, id, store.LeaseRequest{Owner: "test/1/x", TTL: time.Hour, TakeOver: &busy.Holder})
-	}
-	if err != nil {
-		t.Fatalf("lease of %s: %v", id, err)
-	}
-	leases.Store(k, l)
-	return l
+	return storetest.LeaseOf(t, s, id)
 }
 
 // flip inverts one byte (at, modulo its length) of a bytea column of the

@@ -2,10 +2,7 @@ package sqlite
 
 import (
 	"bytes"
-	"context"
-	"errors"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -95,35 +92,8 @@ func sameStep(t tb, rec store.StepRecord, seq int, st core.State, a core.Action,
 	}
 }
 
-// testLeases are the leases the tests of this package hold, by store and run.
-var testLeases sync.Map // leaseKey -> store.Lease
-
-type leaseKey struct {
-	s  *SQLite
-	id string
-}
-
-// leaseOf returns a lease on run id through s for a test, acquiring it the
-// first time and taking it over from any other holder: the tests that
-// predate leases write as the one driver of their runs (storetest
-// tests leases themselves).
-func leaseOf(t tb, s *SQLite, id string) store.Lease {
-	t.Helper()
-	k := leaseKey{s, id}
-	if l, ok := testLeases.Load(k); ok {
-		return l.(store.Lease)
-	}
-	ctx := context.Background()
-	l, err := s.Acquire(ctx, id, store.LeaseRequest{Owner: "test/1/x", TTL: time.Hour})
-	if busy, ok := errors.AsType[*store.BusyError](err); ok {
-		l, err = s.Acquire(ctx, id, store.LeaseRequest{Owner: "test/1/x", TTL: time.Hour, TakeOver: &busy.Holder})
-	}
-	if err != nil {
-		t.Fatalf("lease of %s: %v", id, err)
-	}
-	testLeases.Store(k, l)
-	return l
-}
+// leaseOf is storetest.LeaseOf.
+func leaseOf(t tb, s *SQLite, id string) store.Lease { t.Helper(); return storetest.LeaseOf(t, s, id) }
 
 // The synthetic runs of storetest's kit.
 var (

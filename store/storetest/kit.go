@@ -166,14 +166,23 @@ func sameStep(t fataler, rec store.StepRecord, seq int, st core.State, a core.Ac
 var leases sync.Map // leaseKey -> store.Lease
 
 type leaseKey struct {
-	s  store.Store
+	s  LeaseAcquirer
 	id string
 }
 
-// leaseOf returns a lease on run id through s, acquiring it the first time
-// and taking it over from any other holder: the cases that use it write
-// as the one driver of their runs (Leases and Fencing test leases).
-func leaseOf(t fataler, s store.Store, id string) store.Lease {
+// LeaseAcquirer is what LeaseOf needs of a store.
+type LeaseAcquirer interface {
+	Acquire(ctx context.Context, runID string, req store.LeaseRequest) (store.Lease, error)
+}
+
+// LeaseOf returns a lease on run id through s, acquiring it the first time
+// and taking it over from any other holder, then the same lease again: for
+// tests (the suite's and a backend's own) that write as the one driver of
+// their runs, leases being tested elsewhere.
+func LeaseOf(t interface {
+	Helper()
+	Fatal(args ...any)
+}, s LeaseAcquirer, id string) store.Lease {
 	t.Helper()
 	k := leaseKey{s, id}
 	if l, ok := leases.Load(k); ok {
@@ -190,6 +199,8 @@ func leaseOf(t fataler, s store.Store, id string) store.Lease {
 	leases.Store(k, l)
 	return l
 }
+
+func leaseOf(t fataler, s store.Store, id string) store.Lease { t.Helper(); return LeaseOf(t, s, id) }
 
 // forgetLease drops the lease of run id through s that leaseOf holds
 // (after another store took the run over).
