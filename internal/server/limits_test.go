@@ -18,12 +18,12 @@ import (
 
 const mib = 1 << 20
 
-// allocated is how many bytes fn allocates in this process (the server
-// and its client both run here).
 // under reports whether n bytes fit bound, widened under the race detector
 // (raceSlack).
 func under(n, bound uint64) bool { return float64(n) <= raceSlack*float64(bound) }
 
+// allocated is how many bytes fn allocates in this process (the server
+// and its client both run here).
 func allocated(fn func()) uint64 {
 	var before, after runtime.MemStats
 	runtime.GC()
