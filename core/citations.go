@@ -41,32 +41,18 @@ func cite(cfg Config, st State, text string) string {
 	return text
 }
 
-// State.ToolsUsed lists the tools whose calls ran, in the order they were
-// first used. A call that was refused (invalid, a repeat the loop policy
-// stopped, a cycle, a budget, an escalation) is never listed. A turn's tools
-// are listed when the turn is accepted, since then all its calls are run,
-// except under Policy.StopOnError, where a failed call skips the rest of
-// its turn: there a tool is listed when a call of it comes back with a
-// result (usedAtAccept, noteRan).
+// State.ToolsUsed lists the tools whose calls ran, in the order they
+// first came back with a result: a tool is listed once a call of it is
+// answered (by the shell, by the caller for an external tool, or by
+// memory), never when it is only accepted. So a run paused at an external
+// call, cancelled, or stopped at a failure (Policy.StopOnError skips the
+// rest of a turn) lists exactly the tools that ran (noteRan). A refused
+// call (invalid, a repeat the loop policy stopped, a cycle, a budget, an
+// escalation) never runs and is never listed.
 
-// usedAtAccept lists the tools of an accepted turn, unless they are listed
-// as their results come back.
-func usedAtAccept(cfg Config, st State, calls []ToolCall) State {
-	if cfg.Policy.StopOnError {
-		return st
-	}
-	for _, c := range calls {
-		st.ToolsUsed = addOnce(st.ToolsUsed, c.Name)
-	}
-	return st
-}
-
-// noteRan lists, under StopOnError, the tools of the turn's calls answered by
-// results (not the calls skipped after a failure), in the model's order.
-func noteRan(cfg Config, st State, turn *Turn, results []ToolResult) State {
-	if !cfg.Policy.StopOnError {
-		return st
-	}
+// noteRan lists the tools of the turn's calls answered by results (not the
+// calls skipped after a failure), in the model's order.
+func noteRan(st State, turn *Turn, results []ToolResult) State {
 	for _, c := range turn.Calls {
 		for _, r := range results {
 			if r.CallID == c.ID {

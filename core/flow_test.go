@@ -366,3 +366,33 @@ func TestMemorySearchGlobal(t *testing.T) {
 		t.Fatalf("namespace *: %v", err)
 	}
 }
+
+// TestToolsUsedListsWhatRan: tools_used lists exactly the tools whose calls
+// ran, in every status: a run paused at an external call does not list the
+// external tool until its result comes back, and cancelling the paused run
+// lists only what ran.
+func TestToolsUsedListsWhatRan(t *testing.T) {
+	cfg := testConfig()
+	cfg.Tools = append(cfg.Tools, Tool{Name: "weather", Mode: ModeExternal, Parameters: []byte(`{"type": "object"}`)})
+	st := mustStart(t, cfg, "q")
+	a := mustStep(t, cfg, st)
+	st = mustResume(t, cfg, a.Next(), ModelReply{Calls: []NativeCall{
+		{ID: "c1", Name: "search", Arguments: `{"query": "x"}`}, {ID: "c2", Name: "weather", Arguments: `{}`}}})
+	if len(st.ToolsUsed) != 0 {
+		t.Fatalf("accepted calls listed before they ran: %v", st.ToolsUsed)
+	}
+	a = mustStep(t, cfg, st)
+	st = mustResume(t, cfg, a.Next(), ToolResults{Results: []ToolResult{{CallID: "c1", Output: "found"}}})
+	paused := mustStep(t, cfg, st)
+	if _, ok := paused.(RequestExternalToolCalls); !ok || strings.Join(paused.Next().ToolsUsed, ",") != "search" {
+		t.Fatalf("paused at the external call: %T %v", paused, paused.Next().ToolsUsed)
+	}
+	cancelled := mustResume(t, cfg, paused.Next(), Cancelled{Reason: "stop"})
+	if end, ok := mustStep(t, cfg, cancelled).(Fail); !ok || strings.Join(end.State.ToolsUsed, ",") != "search" {
+		t.Fatalf("cancelled: %+v", end)
+	}
+	answered := mustResume(t, cfg, paused.Next(), ToolResults{Results: []ToolResult{{CallID: "c2", Output: "sunny"}}})
+	if strings.Join(answered.ToolsUsed, ",") != "search,weather" {
+		t.Fatalf("answered: %v", answered.ToolsUsed)
+	}
+}

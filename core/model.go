@@ -84,9 +84,10 @@ func admitCalls(cfg Config, st State, calls []ToolCall) (State, bool) {
 }
 
 // acceptCalls records calls that will be requested: counted against the
-// budget, logged for cycle detection, their tools listed (usedAtAccept).
+// budget and logged for cycle detection (their tools are listed as they
+// run: noteRan).
 func acceptCalls(cfg Config, st State, calls []ToolCall) State {
-	return logCalls(cfg, usedAtAccept(cfg, countCalls(cfg, st, len(calls)), calls), calls)
+	return logCalls(cfg, countCalls(cfg, st, len(calls)), calls)
 }
 
 // withIDs gives every call an id, deriving missing ones from (step, index).

@@ -126,7 +126,7 @@ func answerCalls(cfg Config, st State, results []ToolResult) (State, error) {
 		turn.Results[i] = r
 		st.Sources = addOnce(st.Sources, r.Sources...)
 	}
-	st = noteRan(cfg, st, &turn, results)
+	st = noteRan(st, &turn, results)
 	if stopping {
 		failedID := p.CallIDs[firstFailed]
 		for i := range turn.Results {
