@@ -70,7 +70,7 @@ func TestCommandToolGetsItsViewAsJSON(t *testing.T) {
 	if len(keys) != 4 || view["agent"] != nil {
 		t.Fatalf("the view holds %v, want run_id, step, tools_used, messages", keys)
 	}
-	if string(view["run_id"]) != `"`+out.RunID+`"` || string(view["step"]) != "4" || string(view["tools_used"]) != `["note","peek"]` {
+	if string(view["run_id"]) != `"`+out.RunID+`"` || string(view["step"]) != "4" || string(view["tools_used"]) != `["note"]` {
 		t.Fatalf("view %s", body)
 	}
 	var msgs []core.Message
@@ -135,11 +135,11 @@ func TestGoToolGetsItsView(t *testing.T) {
 	if err != nil || out.Status != store.StatusCompleted || seen == nil {
 		t.Fatalf("%+v %v", out, err)
 	}
-	if seen.Agent != "viewer" || seen.Step != 4 || strings.Join(seen.ToolsUsed, ",") != "note,peek" || seen.RunID != "" || seen.Messages != nil ||
+	if seen.Agent != "viewer" || seen.Step != 4 || strings.Join(seen.ToolsUsed, ",") != "note" || seen.RunID != "" || seen.Messages != nil ||
 		!seen.Has("agent") || seen.Has("run_id") || seen.Has("messages") {
 		t.Fatalf("view %+v", seen)
 	}
-	if b, _ := json.Marshal(seen); string(b) != `{"step":4,"agent":"viewer","tools_used":["note","peek"]}` {
+	if b, _ := json.Marshal(seen); string(b) != `{"step":4,"agent":"viewer","tools_used":["note"]}` {
 		t.Fatalf("view JSON %s", b)
 	}
 }

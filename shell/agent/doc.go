@@ -40,7 +40,7 @@
 //	[run]                        # tool_timeout, run_timeout, max_tool_output, in_doubt
 //	[summary]                    # items, item_chars, max_bytes: see Result summaries
 //	[collaboration]              # threshold, max_retries: see Run limits
-//	[cycles]                     # max_period, repeats, no_progress
+//	[cycles]                     # enabled (on without the table), max_period, repeats, no_progress
 //	[budget]                     # max_input_tokens, max_output_tokens, max_cost, max_tool_calls
 //
 //	[[tools]]                    # a built-in tool, with its options
@@ -395,13 +395,16 @@
 // cost is kept as an integer (10^-12 of the currency), so it never drifts.
 // max_cost needs the prices of every model the agent has.
 //
-// [cycles] turns on cycle detection beyond max_repeats (which stops the
-// same call made again and again): a block of 2 to max_period calls (default
-// 4) seen repeats times in a row (default 2; left, right, left, right is
-// one), and no_progress calls in a row (default 6; 0 turns it off) each
-// returning exactly what an identical earlier call returned. The first
-// detection tells the model (the calls that close a cycle are not run); the
-// next one fails the run with cycle.
+// Cycle detection, beyond max_repeats (which stops the same call made
+// again and again), is on by default: a block of 2 to max_period calls
+// (default 4) seen repeats times in a row, and no_progress calls in a row
+// (default 6; 0 turns it off) each returning exactly what an identical
+// earlier call returned. The first detection tells the model (the calls
+// that close a cycle are not run); the next one fails the run with cycle.
+// Without a [cycles] table repeats is 3 (left, right three times is a
+// cycle; calls with other arguments never are); a [cycles] table sets its
+// keys (repeats 2 when it leaves it out), and [cycles] enabled = false
+// turns detection off.
 //
 // [collaboration] pairs [models.primary] with [models.helper] (which it
 // needs) by reply quality, as the AI Battle design's stuck detection does:

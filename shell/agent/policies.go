@@ -15,15 +15,26 @@ type Collaboration struct {
 }
 
 // Cycles is the [cycles] table (core.Cycles). NoProgress left out is
-// DefaultNoProgress; 0 turns the no-progress check off.
+// DefaultNoProgress; 0 turns the no-progress check off. Enabled = false
+// turns cycle detection off; without the table it is on, with
+// DefaultCycleRepeats.
 type Cycles struct {
-	MaxPeriod  int  `toml:"max_period"`
-	Repeats    int  `toml:"repeats"`
-	NoProgress *int `toml:"no_progress"`
+	Enabled    *bool `toml:"enabled"`
+	MaxPeriod  int   `toml:"max_period"`
+	Repeats    int   `toml:"repeats"`
+	NoProgress *int  `toml:"no_progress"`
 }
 
 // DefaultNoProgress is [cycles] no_progress when the table leaves it out.
 const DefaultNoProgress = 6
+
+// DefaultCycleRepeats is how many times in a row a block of calls must
+// come back before it is a cycle when the agent file has no [cycles]
+// table: detection is on by default (the Caxton design's "detect and
+// prevent infinite tool-call loops"), one repeat more lenient than the
+// table's own default, so that an agent that checks its work once more is
+// not told it goes round in circles.
+const DefaultCycleRepeats = 3
 
 // Budget is the [budget] table (core.Budget). MaxCost is in the currency of
 // the models' prices.
@@ -81,7 +92,11 @@ func policies(f File, cfg *core.Config, at func(path, format string, args ...any
 		}
 		cfg.Collaboration = cc
 	}
-	if c := f.Cycles; c != nil {
+	c := f.Cycles
+	if c == nil {
+		c = &Cycles{Repeats: DefaultCycleRepeats}
+	}
+	if c.Enabled == nil || *c.Enabled {
 		cc := &core.Cycles{MaxPeriod: c.MaxPeriod, Repeats: c.Repeats, NoProgress: DefaultNoProgress}
 		if c.NoProgress != nil {
 			cc.NoProgress = *c.NoProgress

@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -78,8 +79,82 @@ func TestPolicyDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	c = spec.Config
-	if c.Collaboration != nil || c.Cycles != nil || c.Budget != (core.Budget{}) || c.Models.PrimaryPrice != (core.Price{}) || c.Limits.MaxTurns != 0 {
+	if c.Collaboration != nil || c.Budget != (core.Budget{}) || c.Models.PrimaryPrice != (core.Price{}) || c.Limits.MaxTurns != 0 {
 		t.Errorf("an agent without the tables has policies: %+v", c)
+	}
+	// Cycle detection is on by default, and [cycles] enabled = false turns it off.
+	if c.Cycles == nil || *c.Cycles != (core.Cycles{Repeats: agent.DefaultCycleRepeats, NoProgress: agent.DefaultNoProgress}) {
+		t.Errorf("default cycles %+v", c.Cycles)
+	}
+	spec, err = agent.Parse([]byte(head+"[cycles]\nenabled = false\n"), "t.toml", scriptDir(t, "x.jsonl"))
+	if err != nil || spec.Config.Cycles != nil {
+		t.Fatalf("cycles off: %+v %v", spec.Config.Cycles, err)
+	}
+}
+
+// TestDefaultCyclesStopLoopsNotWork: with the default cycle detection an
+// agent alternating two calls (go_to Oslo, go_to Bergen, ...) is told, then
+// failed with cycle; calls with different arguments, or the same pair whose
+// results change, twice, run to the end.
+func TestDefaultCyclesStopLoopsNotWork(t *testing.T) {
+	spec, err := agent.Parse([]byte(head+`[[tools]]
+name = "go_to"
+mode = "external"
+parameters = '{"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}'
+`), "t.toml", scriptDir(t, "x.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := spec.Config
+	drive := func(cities []string, result func(i int) string) core.Action {
+		st, err := core.Start(cfg, core.Request{Input: "travel"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; ; i++ {
+			a, err := core.Step(cfg, st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var res core.Result
+			switch a := a.(type) {
+			case core.Complete, core.Fail:
+				return a
+			case core.RequestModelCall:
+				n := 0 // the calls made so far
+				for _, m := range a.Messages {
+					n += len(m.Calls)
+				}
+				if n >= len(cities) {
+					res = core.ModelReply{Text: "arrived"}
+				} else {
+					res = core.ModelReply{Calls: []core.NativeCall{{ID: fmt.Sprintf("c%d", n), Name: "go_to", Arguments: fmt.Sprintf(`{"city": %q}`, cities[n])}}}
+				}
+			case core.RequestExternalToolCalls:
+				res = core.ToolResults{Results: []core.ToolResult{{CallID: a.Calls[0].ID, Output: result(i)}}}
+			default:
+				t.Fatalf("unexpected %T", a)
+			}
+			if st, err = core.Resume(cfg, a.Next(), res); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	same := func(int) string { return "you are there" }
+	var alternating []string
+	for range 12 {
+		alternating = append(alternating, "Oslo", "Bergen")
+	}
+	if end, ok := drive(alternating, same).(core.Fail); !ok || end.Code != core.FailCycle {
+		t.Fatalf("Oslo, Bergen, ... 12 times: %+v", end)
+	}
+	distinct := []string{"Oslo", "Bergen", "Trondheim", "Stavanger", "Tromsø", "Bodø", "Ålesund", "Drammen"}
+	if end, ok := drive(distinct, same).(core.Complete); !ok {
+		t.Fatalf("eight different cities: %+v", end)
+	}
+	changing := func(i int) string { return fmt.Sprintf("the queue moved: step %d", i) }
+	if end, ok := drive([]string{"Oslo", "Bergen", "Oslo", "Bergen"}, changing).(core.Complete); !ok {
+		t.Fatalf("a pair twice, its results changing: %+v", end)
 	}
 }
 
