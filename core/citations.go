@@ -7,9 +7,10 @@ type Citations string
 
 // The citation styles. CiteSources appends "\n\nSources: a, b": the sources
 // the tools reported (URLs, paths), or, when they reported none, the tools
-// used. CiteTags appends "\n\n[source:a] [source:b]", one tag per tool used.
-// CiteBoth appends the tags, then the sources line. Nothing is appended
-// when the run used no tool; CiteNone (the default) never appends.
+// a call of which succeeded (State.ToolsOK: a tool whose every call failed
+// is no source). CiteTags appends "\n\n[source:a] [source:b]", one tag per
+// such tool. CiteBoth appends the tags, then the sources line. Nothing is
+// appended when no tool succeeded; CiteNone (the default) never appends.
 const (
 	CiteNone    Citations = ""
 	CiteSources Citations = "sources"
@@ -21,9 +22,9 @@ const (
 func cite(cfg Config, st State, text string) string {
 	style := cfg.Policy.Citations
 	if style == CiteTags || style == CiteBoth {
-		if len(st.ToolsUsed) > 0 {
-			tags := make([]string, len(st.ToolsUsed))
-			for i, t := range st.ToolsUsed {
+		if len(st.ToolsOK) > 0 {
+			tags := make([]string, len(st.ToolsOK))
+			for i, t := range st.ToolsOK {
 				tags[i] = "[source:" + t + "]"
 			}
 			text += "\n\n" + strings.Join(tags, " ")
@@ -32,7 +33,7 @@ func cite(cfg Config, st State, text string) string {
 	if style == CiteSources || style == CiteBoth {
 		sources := st.Sources
 		if len(sources) == 0 {
-			sources = st.ToolsUsed
+			sources = st.ToolsOK // a tool whose every call failed is no source
 		}
 		if len(sources) > 0 {
 			text += "\n\nSources: " + strings.Join(sources, ", ")
@@ -51,12 +52,16 @@ func cite(cfg Config, st State, text string) string {
 // escalation) never runs and is never listed.
 
 // noteRan lists the tools of the turn's calls answered by results (not the
-// calls skipped after a failure), in the model's order.
+// calls skipped after a failure), in the model's order, and in ToolsOK
+// those whose call succeeded.
 func noteRan(st State, turn *Turn, results []ToolResult) State {
 	for _, c := range turn.Calls {
 		for _, r := range results {
 			if r.CallID == c.ID {
 				st.ToolsUsed = addOnce(st.ToolsUsed, c.Name)
+				if !r.Failed() {
+					st.ToolsOK = addOnce(st.ToolsOK, c.Name)
+				}
 				break
 			}
 		}

@@ -153,6 +153,9 @@ func appendState(dst []byte, st *State) []byte {
 	if st.Recent != nil {
 		dst = appendCallLog(f.Key(dst, 13), st.Recent)
 	}
+	if len(st.ToolsOK) > 0 {
+		dst = wire.AppendStrings(f.Key(dst, 14), st.ToolsOK)
+	}
 	return f.Close(dst)
 }
 

@@ -363,6 +363,7 @@ var fastFields = map[reflect.Type][]string{
 		"ToolsUsed []string `8,keyasint,omitempty`", "Sources []string `9,keyasint,omitempty`",
 		"Answer string `10,keyasint,omitempty`", "Failure *core.Failure `11,keyasint,omitempty`",
 		"Escalation string `12,keyasint,omitempty`", "Recent *core.CallLog `13,keyasint,omitempty`",
+		"ToolsOK []string `14,keyasint,omitempty`",
 	},
 	reflect.TypeFor[Complete](): {
 		"Answer string `1,keyasint,omitempty`", "ToolsUsed []string `2,keyasint,omitempty`",

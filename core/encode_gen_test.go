@@ -221,6 +221,7 @@ func genState(text *rapid.Generator[string]) *rapid.Generator[State] {
 			Failure:    genPtr(genFailure(text)).Draw(t, "failure"),
 			Escalation: text.Draw(t, "escalation"),
 			Recent:     genPtr(genCallLog(text)).Draw(t, "call-log"),
+			ToolsOK:    genList(text).Draw(t, "tools-ok"),
 		}
 	})
 }

@@ -108,6 +108,9 @@ func stateSize(st *State) int {
 	if len(st.ToolsUsed) > 0 {
 		n += wire.StringsSize(st.ToolsUsed)
 	}
+	if len(st.ToolsOK) > 0 {
+		n += wire.StringsSize(st.ToolsOK)
+	}
 	if len(st.Sources) > 0 {
 		n += wire.StringsSize(st.Sources)
 	}

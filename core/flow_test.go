@@ -396,3 +396,24 @@ func TestToolsUsedListsWhatRan(t *testing.T) {
 		t.Fatalf("answered: %v", answered.ToolsUsed)
 	}
 }
+
+// TestSourcesLeaveOutFailedTools: citing the tools used (no sources
+// reported), a tool whose every call failed is left out: the edison
+// design's "Sources:" names what the answer rests on.
+func TestSourcesLeaveOutFailedTools(t *testing.T) {
+	cfg := testConfig()
+	cfg.Tools = append(cfg.Tools, Tool{Name: "fetch", Parameters: []byte(`{"type": "object"}`)})
+	cfg.Policy.Citations = CiteBoth
+	st := mustStart(t, cfg, "q")
+	a := mustStep(t, cfg, st)
+	st = mustResume(t, cfg, a.Next(), ModelReply{Calls: []NativeCall{
+		{ID: "c1", Name: "search", Arguments: `{"query": "x"}`}, {ID: "c2", Name: "fetch", Arguments: `{}`}}})
+	a = mustStep(t, cfg, st)
+	st = mustResume(t, cfg, a.Next(), ToolResults{Results: []ToolResult{{CallID: "c1", Output: "found"}, {CallID: "c2", Error: "timeout"}}})
+	a = mustStep(t, cfg, st)
+	st = mustResume(t, cfg, a.Next(), ModelReply{Text: "the answer"})
+	end, ok := mustStep(t, cfg, st).(Complete)
+	if !ok || end.Answer != "the answer\n\n[source:search]\n\nSources: search" || strings.Join(end.ToolsUsed, ",") != "search,fetch" {
+		t.Fatalf("%+v", end)
+	}
+}

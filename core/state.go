@@ -116,6 +116,10 @@ type State struct {
 	// Recent remembers the run's recent calls for cycle and progress
 	// detection; nil unless the agent has Cycles or Collaboration (cycle.go).
 	Recent *CallLog `cbor:"13,keyasint,omitempty"`
+	// ToolsOK lists the tools a call of which succeeded, in the order they
+	// first did: what citations name when the tools reported no sources (a
+	// tool whose every call failed is no source).
+	ToolsOK []string `cbor:"14,keyasint,omitempty"`
 }
 
 // Counters are the run's running totals, used by the limits.
