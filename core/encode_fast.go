@@ -195,6 +195,36 @@ func appendTurn(dst []byte, t *Turn) []byte {
 	if t.Program != nil {
 		dst = appendProgram(f.Key(dst, 5), t.Program)
 	}
+	if t.Parse != nil {
+		dst = appendParseMeta(f.Key(dst, 6), t.Parse)
+	}
+	return f.Close(dst)
+}
+
+func appendParseMeta(dst []byte, m *ParseMeta) []byte {
+	var f wire.Fields
+	dst = f.Open(dst)
+	if m.Format != "" {
+		dst = wire.AppendText(f.Key(dst, 1), string(m.Format))
+	}
+	if len(m.Spans) > 0 {
+		dst = wire.AppendList(f.Key(dst, 2), m.Spans, appendSpan)
+	}
+	if len(m.Warnings) > 0 {
+		dst = wire.AppendStrings(f.Key(dst, 3), m.Warnings)
+	}
+	return f.Close(dst)
+}
+
+func appendSpan(dst []byte, sp *Span) []byte {
+	var f wire.Fields
+	dst = f.Open(dst)
+	if sp.Start != 0 {
+		dst = wire.AppendInt(f.Key(dst, 1), sp.Start)
+	}
+	if sp.End != 0 {
+		dst = wire.AppendInt(f.Key(dst, 2), sp.End)
+	}
 	return f.Close(dst)
 }
 

@@ -340,8 +340,13 @@ var fastFields = map[reflect.Type][]string{
 	reflect.TypeFor[Turn](): {
 		"Calls []core.ToolCall `1,keyasint`", "Results []core.ToolResult `2,keyasint`",
 		"Stopped bool `3,keyasint,omitempty`", "Native bool `4,keyasint,omitempty`",
-		"Program *core.Program `5,keyasint,omitempty`",
+		"Program *core.Program `5,keyasint,omitempty`", "Parse *core.ParseMeta `6,keyasint,omitempty`",
 	},
+	reflect.TypeFor[ParseMeta](): {
+		"Format core.Format `1,keyasint,omitempty`", "Spans []core.Span `2,keyasint,omitempty`",
+		"Warnings []string `3,keyasint,omitempty`",
+	},
+	reflect.TypeFor[Span]():    {"Start int `1,keyasint,omitempty`", "End int `2,keyasint,omitempty`"},
 	reflect.TypeFor[Program](): {"Message int `1,keyasint`", "Step int `2,keyasint,omitempty`"},
 	reflect.TypeFor[Counters](): {
 		"Steps int `1,keyasint,omitempty`", "ModelCalls int `2,keyasint,omitempty`",

@@ -155,6 +155,17 @@ func genTurn(text *rapid.Generator[string]) *rapid.Generator[Turn] {
 			Stopped: rapid.Bool().Draw(t, "stopped"),
 			Native:  rapid.Bool().Draw(t, "native"),
 			Program: genPtr(genProgram()).Draw(t, "program"),
+			Parse:   genPtr(genParseMeta(text)).Draw(t, "parse"),
+		}
+	})
+}
+
+func genParseMeta(text *rapid.Generator[string]) *rapid.Generator[ParseMeta] {
+	return rapid.Custom(func(t *rapid.T) ParseMeta {
+		return ParseMeta{
+			Format:   Format(text.Draw(t, "format")),
+			Spans:    genList(rapid.Custom(func(t *rapid.T) Span { return Span{Start: genInt().Draw(t, "start"), End: genInt().Draw(t, "end")} })).Draw(t, "spans"),
+			Warnings: genList(text).Draw(t, "warnings"),
 		}
 	})
 }

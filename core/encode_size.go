@@ -104,6 +104,9 @@ func stateSize(st *State) int {
 		if t.Program != nil {
 			n += 2 + 2*wire.IntField
 		}
+		if m := t.Parse; m != nil {
+			n += 2 + wire.TextSize(string(m.Format)) + wire.StringsSize(m.Warnings) + len(m.Spans)*(2+2*wire.IntField)
+		}
 	}
 	if len(st.ToolsUsed) > 0 {
 		n += wire.StringsSize(st.ToolsUsed)

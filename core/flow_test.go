@@ -417,3 +417,43 @@ func TestSourcesLeaveOutFailedTools(t *testing.T) {
 		t.Fatalf("%+v", end)
 	}
 }
+
+// TestParseMetaRecordedWithTheStep: the turn a reply makes records what its
+// parser noticed: the format auto chose, and where each call sat in the
+// reply's text.
+func TestParseMetaRecordedWithTheStep(t *testing.T) {
+	reply := "Let me look.\n<tool name=\"search\" tag=\"a1\">{\"query\": \"x\"}</tool> and <tool name=\"search\" tag=\"a2\">{\"query\": \"y\"}</tool>"
+	for _, f := range []Format{FormatAuto, FormatXML} {
+		cfg := testConfig()
+		cfg.Format = f
+		st := mustStart(t, cfg, "q")
+		st = mustResume(t, cfg, mustStep(t, cfg, st).Next(), ModelReply{Text: reply})
+		m := st.Turn.Parse
+		if m == nil || len(m.Spans) != 2 {
+			t.Fatalf("%s: %+v", f, m)
+		}
+		for i, sp := range m.Spans {
+			if got := reply[sp.Start:sp.End]; got != st.Turn.Calls[i].Raw || !strings.HasPrefix(got, "<tool") {
+				t.Errorf("%s: span %d is %q, the call's raw %q", f, i, got, st.Turn.Calls[i].Raw)
+			}
+		}
+		if want := map[Format]Format{FormatAuto: FormatXML, FormatXML: ""}[f]; m.Format != want {
+			t.Errorf("%s: chose %q, want %q", f, m.Format, want)
+		}
+		b, err := EncodeState(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := DecodeState(b)
+		if err != nil || back.Turn.Parse == nil || len(back.Turn.Parse.Spans) != 2 || back.Turn.Parse.Format != m.Format {
+			t.Fatalf("%s: round trip %+v %v", f, back.Turn, err)
+		}
+	}
+	// Native calls sit in no text: nothing to record.
+	cfg := testConfig()
+	st := mustStart(t, cfg, "q")
+	st = mustResume(t, cfg, mustStep(t, cfg, st).Next(), ModelReply{Calls: []NativeCall{{ID: "c1", Name: "search", Arguments: `{"query": "x"}`}}})
+	if st.Turn.Parse != nil {
+		t.Fatalf("native: %+v", st.Turn.Parse)
+	}
+}

@@ -57,8 +57,19 @@ func resumeModel(cfg Config, st State, r ModelReply) State {
 	st = acceptCalls(cfg, st, valid)
 	st.Counters.Corrections = 0
 	st.Phase = PhaseTools
-	st.Turn = &Turn{Calls: valid, Results: make([]ToolResult, len(valid)), Native: len(r.Calls) > 0}
+	st.Turn = &Turn{Calls: valid, Results: make([]ToolResult, len(valid)), Native: len(r.Calls) > 0, Parse: parseMeta(parsed, r.Text)}
 	return st
+}
+
+// parseMeta is what the parser noticed, with each call's place in the
+// reply; nil when there is nothing to record.
+func parseMeta(p Parsed, text string) *ParseMeta {
+	m := p.Meta
+	m.Spans = spansOf(text, p.Raw)
+	if m.Format == "" && len(m.Spans) == 0 && len(m.Warnings) == 0 {
+		return nil
+	}
+	return &m
 }
 
 // admitCalls checks calls that are about to be requested against the

@@ -3,6 +3,7 @@ package core
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Parsed is a model reply split into its message text and its tool calls, in
@@ -17,6 +18,28 @@ type Parsed struct {
 	// use results (ADR 0016): Calls is then empty, and the core makes the
 	// calls as it interprets the program.
 	program *helperProgram
+	// Meta is what the parser noticed (the format auto chose, warnings);
+	// the core adds where each call sat and records it with the step.
+	Meta ParseMeta
+}
+
+// spansOf finds each raw call text in text, in order, each after the one
+// before; a call whose text is not found gets no span after it.
+func spansOf(text string, raw []string) []Span {
+	var out []Span
+	at := 0
+	for _, r := range raw {
+		if r == "" {
+			return out
+		}
+		i := strings.Index(text[at:], r)
+		if i < 0 {
+			return out
+		}
+		out = append(out, Span{Start: at + i, End: at + i + len(r)})
+		at += i + len(r)
+	}
+	return out
 }
 
 // raw is the text call i was parsed from ("" when unknown).

@@ -70,6 +70,7 @@ func parseAuto(r ModelReply, tools []Tool) (Parsed, error) {
 				firstErr = err
 			}
 		case len(p.Calls) > 0 || p.program != nil || c.noCalls:
+			p.Meta.Format = c.format
 			return p, nil
 		}
 	}

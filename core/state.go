@@ -183,6 +183,29 @@ type Turn struct {
 	// Program is set when the turn interprets a helpers program (statements
 	// that use results): Calls then grows as the program reaches its calls.
 	Program *Program `cbor:"5,keyasint,omitempty"`
+	// Parse is what the parser noticed reading the reply that made the
+	// turn (see ParseMeta); nil when it noticed nothing.
+	Parse *ParseMeta `cbor:"6,keyasint,omitempty"`
+}
+
+// ParseMeta is what a parser noticed reading a reply, recorded with the
+// step whose turn the reply made: the format the auto format chose, where
+// each call sat in the reply's text, and warnings.
+type ParseMeta struct {
+	// Format is the format auto read the reply in ("" for other formats:
+	// the agent's own).
+	Format Format `cbor:"1,keyasint,omitempty" json:"format,omitempty"`
+	// Spans are, for each call of a text format (aligned with the turn's
+	// first calls), its byte offsets in the reply's text.
+	Spans []Span `cbor:"2,keyasint,omitempty" json:"spans,omitempty"`
+	// Warnings are what the parser accepted but noticed.
+	Warnings []string `cbor:"3,keyasint,omitempty" json:"warnings,omitempty"`
+}
+
+// Span is a range of bytes, [Start, End), of a reply's text.
+type Span struct {
+	Start int `cbor:"1,keyasint,omitempty" json:"start"`
+	End   int `cbor:"2,keyasint,omitempty" json:"end"`
 }
 
 // Program locates the helpers program a turn interprets (ADR 0016). Its
