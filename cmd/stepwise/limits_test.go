@@ -8,63 +8,16 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"runtime"
-	"runtime/debug"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stepwise-agent/stepwise/core"
+	"github.com/stepwise-agent/stepwise/internal/memtest"
 	"github.com/stepwise-agent/stepwise/store"
 	"github.com/stepwise-agent/stepwise/store/sqlite"
 )
 
 const mib = 1 << 20
-
-// under reports whether n bytes fit bound, widened under the race detector
-// (raceSlack).
-func under(n, bound uint64) bool { return float64(n) <= raceSlack*float64(bound) }
-
-// allocated is how many bytes fn allocates (runtime.MemStats.TotalAlloc):
-// everything it read or decoded, kept or not.
-func allocated(fn func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	fn()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
-
-// peakHeap is the most heap fn held at once above what was live before,
-// sampled every millisecond with the collector at GOGC=10 (so the heap
-// stays close to what is live).
-func peakHeap(fn func()) uint64 {
-	runtime.GC()
-	var base runtime.MemStats
-	runtime.ReadMemStats(&base)
-	defer debug.SetGCPercent(debug.SetGCPercent(10))
-	stop, peak := make(chan struct{}), make(chan uint64)
-	go func() {
-		var m runtime.MemStats
-		var most uint64
-		tick := time.NewTicker(time.Millisecond)
-		defer tick.Stop()
-		for {
-			runtime.ReadMemStats(&m)
-			most = max(most, m.HeapAlloc)
-			select {
-			case <-stop:
-				peak <- most
-				return
-			case <-tick.C:
-			}
-		}
-	}()
-	fn()
-	close(stop)
-	return max(<-peak, base.HeapAlloc) - base.HeapAlloc
-}
 
 // repeated is an endless-looking stream of n bytes of x, produced as read
 // (the test holds none of it).
@@ -114,11 +67,11 @@ func TestOversizedAgentFileIsRefusedUnread(t *testing.T) {
 	big, db := filepath.Join(dir, "big.toml"), filepath.Join(dir, "s.db")
 	sparse(t, big, 50*mib)
 	var r result
-	n := allocated(func() { r = inprocStdin(db, strings.NewReader(""), "run", big, "hello") })
+	n := memtest.Allocated(func() { r = inprocStdin(db, strings.NewReader(""), "run", big, "hello") })
 	if r.code != exitUsage || !strings.Contains(r.stderr, "an agent file may hold at most 1048576 bytes (1 MiB) and this one is 52428800 bytes") {
 		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
 	}
-	if !under(n, 1*mib) {
+	if !memtest.Under(n, 1*mib) {
 		t.Errorf("refusing a 50 MB agent file allocated %d bytes, want under 1 MiB", n)
 	}
 	if _, err := os.Stat(db); !os.IsNotExist(err) {
@@ -143,11 +96,11 @@ func TestOversizedInputIsRefusedBeforeItIsStored(t *testing.T) {
 	dir := t.TempDir()
 	ag, db := tinyAgent(t, dir), filepath.Join(dir, "s.db")
 	var r result
-	n := allocated(func() { r = inprocStdin(db, repeated('x', 50*mib), "run", ag) })
+	n := memtest.Allocated(func() { r = inprocStdin(db, repeated('x', 50*mib), "run", ag) })
 	if r.code != exitUsage || !strings.Contains(r.stderr, "the input may be at most 2097152 bytes (2 MiB)") {
 		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
 	}
-	if !under(n, 8*mib) {
+	if !memtest.Under(n, 8*mib) {
 		t.Errorf("refusing a 50 MB input allocated %d bytes, want under 8 MiB", n)
 	}
 	t.Logf("a 50 MB input on stdin: %d bytes allocated", n)
@@ -172,23 +125,23 @@ func TestOversizedResultsAreRefusedBeforeTheyAreDecoded(t *testing.T) {
 	big, db := filepath.Join(dir, "results.json"), filepath.Join(dir, "s.db")
 	sparse(t, big, 50*mib)
 	var r result
-	n := allocated(func() { r = inprocStdin(db, strings.NewReader(""), "resume", "some-run", "--results", big) })
+	n := memtest.Allocated(func() { r = inprocStdin(db, strings.NewReader(""), "resume", "some-run", "--results", big) })
 	if r.code != exitUsage || !strings.Contains(r.stderr, "a results file may be at most 8388608 bytes (8 MiB) and this one is 52428800 bytes") {
 		t.Fatalf("file: exit %d, stderr %q", r.code, r.stderr)
 	}
-	if !under(n, 1*mib) {
+	if !memtest.Under(n, 1*mib) {
 		t.Errorf("refusing a 50 MB results file allocated %d bytes, want under 1 MiB", n)
 	}
-	n = allocated(func() { r = inprocStdin(db, repeated('[', 50*mib), "resume", "some-run", "--results", "-") })
+	n = memtest.Allocated(func() { r = inprocStdin(db, repeated('[', 50*mib), "resume", "some-run", "--results", "-") })
 	if r.code != exitUsage || !strings.Contains(r.stderr, "a results file may be at most 8388608 bytes (8 MiB) and this one is more than that") {
 		t.Fatalf("stdin: exit %d, stderr %q", r.code, r.stderr)
 	}
-	if !under(n, 32*mib) {
+	if !memtest.Under(n, 32*mib) {
 		t.Errorf("refusing 50 MB of results on stdin allocated %d bytes, want under 32 MiB", n)
 	}
 	t.Logf("50 MB of results on stdin: %d bytes allocated", n)
-	n = allocated(func() { r = inprocStdin(db, strings.NewReader(""), "fork", "some-run", "--at", "1", "--result", big) })
-	if r.code != exitUsage || !strings.Contains(r.stderr, "a result file may be at most 8388608 bytes") || !under(n, 1*mib) {
+	n = memtest.Allocated(func() { r = inprocStdin(db, strings.NewReader(""), "fork", "some-run", "--at", "1", "--result", big) })
+	if r.code != exitUsage || !strings.Contains(r.stderr, "a result file may be at most 8388608 bytes") || !memtest.Under(n, 1*mib) {
 		t.Fatalf("fork: exit %d, stderr %q, %d bytes allocated", r.code, r.stderr, n)
 	}
 	if _, err := os.Stat(db); !os.IsNotExist(err) {
@@ -227,21 +180,21 @@ func TestListingsReadOnlyWhatTheyShow(t *testing.T) {
 	bigRuns(t, db, 10, 5*mib)
 	for _, args := range [][]string{{"ls"}, {"ls", "--json"}, {"ls", "--status", "interrupted"}} {
 		var r result
-		n := allocated(func() { r = inprocStdin(db, strings.NewReader(""), args...) })
+		n := memtest.Allocated(func() { r = inprocStdin(db, strings.NewReader(""), args...) })
 		if r.code != 0 || strings.Count(r.stdout, "run-") != 10 {
 			t.Fatalf("%v: exit %d\n%s%s", args, r.code, r.stdout, r.stderr)
 		}
-		if !under(n, 4*mib) {
+		if !memtest.Under(n, 4*mib) {
 			t.Errorf("%v over 10 runs with 5 MB agents allocated %d bytes, want under 4 MiB", args, n)
 		}
 		t.Logf("%v: %d bytes allocated", args, n)
 	}
 	var r result
-	peak := peakHeap(func() { r = inprocStdin(db, strings.NewReader(""), "stats", "--json") })
+	peak := memtest.PeakHeap(func() { r = inprocStdin(db, strings.NewReader(""), "stats", "--json") })
 	if r.code != 0 || !strings.Contains(r.stdout, `"runs":10`) {
 		t.Fatalf("stats: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	if !under(peak, 48*mib) {
+	if !memtest.Under(peak, 48*mib) {
 		t.Errorf("stats over 10 runs with 5 MB agents held %d bytes at its peak, want under 48 MiB", peak)
 	}
 	t.Logf("stats: %d bytes at its peak", peak)
@@ -304,11 +257,11 @@ func TestOversizedModelReplyIsRefusedUnstored(t *testing.T) {
 				t.Fatal(err)
 			}
 			var r result
-			n := allocated(func() { r = inprocStdin(db, strings.NewReader(""), "run", "--quiet", "--json", ag, "hello") })
+			n := memtest.Allocated(func() { r = inprocStdin(db, strings.NewReader(""), "run", "--quiet", "--json", ag, "hello") })
 			if !strings.Contains(r.stdout, c.want) {
 				t.Fatalf("exit %d, stdout %s, stderr %s", r.code, r.stdout, r.stderr)
 			}
-			if !under(n, c.bound) {
+			if !memtest.Under(n, c.bound) {
 				t.Errorf("refusing a 20 MB reply allocated %d bytes, want under %d", n, c.bound)
 			}
 			t.Logf("exit %d, %d bytes allocated: %s", r.code, n, r.stdout)

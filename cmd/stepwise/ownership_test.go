@@ -187,15 +187,18 @@ func raceResumers(t *testing.T, trials int, dbFor func(trial int) string) {
 // TestAStoppedDriverLosesItsRun: a driver stopped (SIGSTOP) past its lease
 // loses the run to another resumer, which finishes it; continued
 // (SIGCONT), the first writes nothing and runs nothing, and exits 6.
-func TestAStoppedDriverLosesItsRun(t *testing.T) {
-	dir := t.TempDir()
-	script := `{"tool_calls": [{"id": "w1", "name": "wait", "arguments": {}}]}
+// waitChargeAgent writes, in dir, an agent called name whose scripted
+// model calls "wait" (which marks $STOP_DIR/waiting and waits for
+// $STOP_DIR/go), then "charge" (which journals a charge in
+// $STOP_DIR/charges), then answers; it returns the agent file's path.
+func waitChargeAgent(t *testing.T, dir, name string) string {
+	t.Helper()
+	os.WriteFile(filepath.Join(dir, "script.jsonl"), []byte(`{"tool_calls": [{"id": "w1", "name": "wait", "arguments": {}}]}
 {"tool_calls": [{"id": "ch1", "name": "charge", "arguments": {}}]}
 {"text": "done"}
-`
-	os.WriteFile(filepath.Join(dir, "script.jsonl"), []byte(script), 0o644)
+`), 0o644)
 	agentFile := filepath.Join(dir, "agent.toml")
-	os.WriteFile(agentFile, []byte(`name = "stopper"
+	os.WriteFile(agentFile, []byte(`name = "`+name+`"
 [models.primary]
 provider = "script"
 script = "script.jsonl"
@@ -210,6 +213,12 @@ name = "charge"
 command = ["sh", "-c", "echo charge >> \"$STOP_DIR/charges\"; echo charged"]
 env = ["STOP_DIR"]
 `), 0o644)
+	return agentFile
+}
+
+func TestAStoppedDriverLosesItsRun(t *testing.T) {
+	dir := t.TempDir()
+	agentFile := waitChargeAgent(t, dir, "stopper")
 	db := filepath.Join(dir, "stop.db")
 	env := append(os.Environ(), "STEPWISE_DB="+db, "STOP_DIR="+dir, "STEPWISE_LEASE_TTL=600ms")
 	first := exec.Command(binary, "run", agentFile, "go", "--quiet")

@@ -19,26 +19,7 @@ import (
 // stderr and the run's id.
 func stoppedDriver(t *testing.T, dir string) (*exec.Cmd, *bytes.Buffer, string) {
 	t.Helper()
-	os.WriteFile(filepath.Join(dir, "script.jsonl"), []byte(`{"tool_calls": [{"id": "w1", "name": "wait", "arguments": {}}]}
-{"tool_calls": [{"id": "ch1", "name": "charge", "arguments": {}}]}
-{"text": "done"}
-`), 0o644)
-	agentFile := filepath.Join(dir, "agent.toml")
-	os.WriteFile(agentFile, []byte(`name = "held"
-[models.primary]
-provider = "script"
-script = "script.jsonl"
-[[tools]]
-name = "wait"
-idempotent = true
-command = ["sh", "-c", "touch \"$STOP_DIR/waiting\"; while [ ! -e \"$STOP_DIR/go\" ]; do sleep 0.02; done; echo waited"]
-env = ["STOP_DIR"]
-timeout = "60s"
-[[tools]]
-name = "charge"
-command = ["sh", "-c", "echo charge >> \"$STOP_DIR/charges\"; echo charged"]
-env = ["STOP_DIR"]
-`), 0o644)
+	agentFile := waitChargeAgent(t, dir, "held")
 	db := filepath.Join(dir, "held.db")
 	first := exec.Command(binary, "run", agentFile, "go", "--quiet")
 	first.Env = append(os.Environ(), "STEPWISE_DB="+db, "STOP_DIR="+dir, "STEPWISE_LEASE_TTL=1h")

@@ -7,31 +7,16 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stepwise-agent/stepwise/core"
+	"github.com/stepwise-agent/stepwise/internal/memtest"
 	"github.com/stepwise-agent/stepwise/store"
 )
 
 const mib = 1 << 20
-
-// under reports whether n bytes fit bound, widened under the race detector
-// (raceSlack).
-func under(n, bound uint64) bool { return float64(n) <= raceSlack*float64(bound) }
-
-// allocated is how many bytes fn allocates in this process (the server
-// and its client both run here).
-func allocated(fn func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	fn()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
 
 // A 50 MB agent file in the agents directory is refused from its size:
 // 422 invalid_agent, under 1 MiB allocated, no run stored.
@@ -47,14 +32,14 @@ func TestOversizedAgentFileIsRefusedUnread(t *testing.T) {
 	}
 	fx := newFixture(t, Config{Workers: 1, AgentsDir: dir})
 	var r reply
-	n := allocated(func() { r = fx.do("POST", "/v1/runs", map[string]any{"agent": "big", "input": "hello"}) })
+	n := memtest.Allocated(func() { r = fx.do("POST", "/v1/runs", map[string]any{"agent": "big", "input": "hello"}) })
 	if r.status != http.StatusUnprocessableEntity || r.code(t) != codeInvalidAgent || !strings.Contains(string(r.body), "at most 1048576 bytes (1 MiB) and this one is 52428800 bytes") {
 		t.Fatalf("%d %s", r.status, r.body)
 	}
 	if strings.Contains(string(r.body), dir) {
 		t.Errorf("the error shows the server's path: %s", r.body)
 	}
-	if !under(n, 1*mib) {
+	if !memtest.Under(n, 1*mib) {
 		t.Errorf("refusing a 50 MB agent file allocated %d bytes, want under 1 MiB", n)
 	}
 	if l := fx.do("GET", "/v1/runs", nil); !strings.Contains(string(l.body), `"runs":[]`) {
@@ -81,11 +66,11 @@ func TestListingReadsNoAgentSource(t *testing.T) {
 	}
 	src = nil
 	var r reply
-	n := allocated(func() { r = fx.do("GET", "/v1/runs?limit=20", nil) })
+	n := memtest.Allocated(func() { r = fx.do("GET", "/v1/runs?limit=20", nil) })
 	if r.status != http.StatusOK || strings.Count(string(r.body), `"id":"run-`) != 10 {
 		t.Fatalf("%d %s", r.status, r.body)
 	}
-	if !under(n, 4*mib) {
+	if !memtest.Under(n, 4*mib) {
 		t.Errorf("listing 10 runs with 5 MB agents allocated %d bytes, want under 4 MiB", n)
 	}
 	t.Logf("GET /v1/runs: %d bytes allocated", n)
@@ -119,7 +104,7 @@ func TestOversizedBodiesAreRefusedAtTheLimit(t *testing.T) {
 	} {
 		var status int
 		var body []byte
-		n := allocated(func() {
+		n := memtest.Allocated(func() {
 			req, _ := http.NewRequest("POST", fx.url+c.path, io.MultiReader(strings.NewReader(c.head), &lazyBody{left: 50 * mib}))
 			req.Header.Set("Content-Type", "application/json")
 			resp, err := http.DefaultClient.Do(req)
@@ -133,7 +118,7 @@ func TestOversizedBodiesAreRefusedAtTheLimit(t *testing.T) {
 		if status != http.StatusRequestEntityTooLarge || !strings.Contains(string(body), `"too_large"`) {
 			t.Fatalf("%s: %d %s", c.path, status, body)
 		}
-		if !under(n, 8*mib) {
+		if !memtest.Under(n, 8*mib) {
 			t.Errorf("%s: refusing a 50 MB body allocated %d bytes, want under 8 MiB", c.path, n)
 		}
 		t.Logf("%s: a 50 MB body: %d bytes allocated", c.path, n)

@@ -1,8 +1,0 @@
-//go:build race
-
-package server
-
-// raceSlack widens the allocation bounds of the memory tests under the
-// race detector, whose bookkeeping allocates beside the code (about 10-20%
-// more, measured).
-const raceSlack = 1.5
