@@ -20,21 +20,7 @@ import (
 // tool once, then answers; the tool marks that it started, takes half a
 // second, and journals its effect in dir.
 func blipAgent(t *testing.T, dir string) string {
-	os.WriteFile(filepath.Join(dir, "script.jsonl"), []byte(`{"tool_calls": [{"id": "c1", "name": "charge", "arguments": {"x": "e1"}}]}
-{"text": "all charged"}
-`), 0o644)
-	os.WriteFile(filepath.Join(dir, "agent.toml"), []byte(`name = "charger"
-[models.primary]
-provider = "script"
-script = "script.jsonl"
-[[tools]]
-name = "charge"
-command = ["sh", "-c", "touch \"$BLIP_DIR/started\"; sleep 0.5; printf 'E %s\\n' {{x}} >> \"$BLIP_DIR/journal\"; echo charged {{x}}"]
-env = ["BLIP_DIR"]
-idempotent = false
-parameters = '{"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"]}'
-`), 0o644)
-	return filepath.Join(dir, "agent.toml")
+	return chargerAgent(t, dir, 1, `touch "$BLIP_DIR/started"; sleep 0.5; printf 'E %s\n' {{x}} >> "$BLIP_DIR/journal"; echo charged {{x}}`, "BLIP_DIR")
 }
 
 // runBlipped runs the agent through the proxy and cuts the proxy as soon

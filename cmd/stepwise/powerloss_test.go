@@ -129,28 +129,36 @@ func image(recs []journalRec, cut int, rnd *rand.Rand) [3][]byte {
 	return files
 }
 
-// powerLossAgent writes an agent whose scripted model calls a
-// non-idempotent tool once a turn; the tool journals its effect.
-func powerLossAgent(t *testing.T) string {
-	dir := t.TempDir()
+// chargerAgent writes, in dir, an agent whose scripted model calls the
+// non-idempotent tool charge once a turn, for turns turns (x = e1, e2, ...),
+// then answers; charge runs the shell command cmd, which reads the
+// environment variable envVar, and should journal its effect.
+func chargerAgent(t *testing.T, dir string, turns int, cmd, envVar string) string {
+	t.Helper()
 	var script strings.Builder
-	for i := 1; i <= powerTurns; i++ {
+	for i := 1; i <= turns; i++ {
 		fmt.Fprintf(&script, `{"tool_calls": [{"id": "c%d", "name": "charge", "arguments": {"x": "e%d"}}]}`+"\n", i, i)
 	}
 	script.WriteString(`{"text": "all charged"}` + "\n")
 	os.WriteFile(filepath.Join(dir, "script.jsonl"), []byte(script.String()), 0o644)
-	os.WriteFile(filepath.Join(dir, "agent.toml"), []byte(`name = "charger"
+	os.WriteFile(filepath.Join(dir, "agent.toml"), []byte(fmt.Sprintf(`name = "charger"
 [models.primary]
 provider = "script"
 script = "script.jsonl"
 [[tools]]
 name = "charge"
-command = ["sh", "-c", "printf 'E %s\\n' {{x}} >> \"$POWERLOSS_JOURNAL\"; echo charged {{x}}"]
-env = ["POWERLOSS_JOURNAL"]
+command = ["sh", "-c", %q]
+env = [%q]
 idempotent = false
 parameters = '{"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"]}'
-`), 0o644)
+`, cmd, envVar)), 0o644)
 	return filepath.Join(dir, "agent.toml")
+}
+
+// powerLossAgent is a charger of powerTurns turns whose tool journals its
+// effect in $POWERLOSS_JOURNAL.
+func powerLossAgent(t *testing.T) string {
+	return chargerAgent(t, t.TempDir(), powerTurns, `printf 'E %s\n' {{x}} >> "$POWERLOSS_JOURNAL"; echo charged {{x}}`, "POWERLOSS_JOURNAL")
 }
 
 // powerTally counts what the images showed.
