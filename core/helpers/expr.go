@@ -253,18 +253,11 @@ func (p *helperParser) sequence(close byte) (hexpr, *Error) {
 			return nil, err
 		}
 		items = append(items, v)
-		p.skipSpace()
-		if p.pos >= len(p.src) {
-			return nil, p.cutOff()
+		sep, err := p.separator(close)
+		if err != nil {
+			return nil, err
 		}
-		switch p.src[p.pos] {
-		case ',':
-			p.pos++
-			comma = true
-		case close:
-		default:
-			return nil, p.afterValue("',' or '" + string(close) + "'")
-		}
+		comma = comma || sep
 	}
 	if close == ')' && len(items) == 1 && !comma {
 		return items[0], nil // (x) is x, not a tuple
@@ -327,16 +320,8 @@ func (p *helperParser) dict() ([]hMember, *Error) {
 		}
 		seen[k.lit.str] = true
 		members = append(members, hMember{key: k.lit.str, val: v, off: koff})
-		p.skipSpace()
-		if p.pos >= len(p.src) {
-			return nil, p.cutOff()
-		}
-		switch p.src[p.pos] {
-		case ',':
-			p.pos++
-		case '}':
-		default:
-			return nil, p.afterValue("',' or '}'")
+		if _, err := p.separator('}'); err != nil {
+			return nil, err
 		}
 	}
 }
@@ -471,4 +456,22 @@ func (p *helperParser) toolList() string {
 		return "none"
 	}
 	return strings.Join(names, ", ")
+}
+
+// separator reads what follows an item of a list, a dict or a call's
+// arguments: a comma (comma true, consumed) or close (left for the caller
+// to read); anything else, or the end of the text, is an error.
+func (p *helperParser) separator(close byte) (comma bool, err *Error) {
+	p.skipSpace()
+	if p.pos >= len(p.src) {
+		return false, p.cutOff()
+	}
+	switch p.src[p.pos] {
+	case ',':
+		p.pos++
+		return true, nil
+	case close:
+		return false, nil
+	}
+	return false, p.afterValue("',' or '" + string(close) + "'")
 }

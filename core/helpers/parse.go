@@ -353,16 +353,8 @@ func (p *helperParser) arguments() ([]helperCallArg, *Error) {
 				positional = append(positional, helperCallArg{val: e, off: off})
 			}
 		}
-		p.skipSpace()
-		if p.pos >= len(p.src) {
-			return nil, p.cutOff()
-		}
-		switch p.src[p.pos] {
-		case ',':
-			p.pos++
-		case ')':
-		default:
-			return nil, p.afterValue("',' or ')'")
+		if _, err := p.separator(')'); err != nil {
+			return nil, err
 		}
 	}
 	return p.namedArgs(positional, keyword)
