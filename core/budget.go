@@ -34,6 +34,33 @@ type Budget struct {
 	// (0.50 is 500_000_000_000).
 	MaxCost      int64 `json:"max_cost,omitempty"`
 	MaxToolCalls int   `json:"max_tool_calls,omitempty"`
+	// Per is what the budgets count: the whole conversation (PerConversation,
+	// the default) or each user turn from its start (PerTurn).
+	Per BudgetScope `json:"per,omitempty"`
+}
+
+// BudgetScope is what a Budget counts.
+type BudgetScope string
+
+// The budget scopes.
+const (
+	PerConversation BudgetScope = "conversation"
+	PerTurn         BudgetScope = "turn"
+)
+
+// spent is what the budgets count of c: all of it, or with PerTurn what
+// the user turn in progress has used.
+func (b Budget) spent(st State) Counters {
+	c := st.Counters
+	if b.Per != PerTurn || st.Conv == nil {
+		return c
+	}
+	base := st.Conv.Base
+	c.PromptTokens -= base.PromptTokens
+	c.CompletionTokens -= base.CompletionTokens
+	c.Cost -= base.Cost
+	c.ToolCalls -= base.ToolCalls
+	return c
 }
 
 // Price is what a model's tokens cost, in picounits per token, which is the
@@ -91,7 +118,7 @@ func charge(cfg Config, st State, role ModelRole, u Usage) State {
 // spentOut names the first token or cost budget the run has used up, with
 // how much of it was used, or returns "".
 func spentOut(cfg Config, st State) string {
-	b, c := cfg.Budget, st.Counters
+	b, c := cfg.Budget, cfg.Budget.spent(st)
 	switch {
 	case b.MaxInputTokens > 0 && c.PromptTokens >= b.MaxInputTokens:
 		return fmt.Sprintf("%s is %d tokens and the run has used %d", budgetInput, b.MaxInputTokens, c.PromptTokens)
@@ -110,8 +137,8 @@ func callsOverBudget(cfg Config, st State, n int) string {
 	if why := spentOut(cfg, st); why != "" {
 		return why
 	}
-	if limit := cfg.Budget.MaxToolCalls; limit > 0 && st.Counters.ToolCalls+n > limit {
-		return fmt.Sprintf("%s is %d, the run has made %d and the model asked for %d more", budgetCalls, limit, st.Counters.ToolCalls, n)
+	if limit, made := cfg.Budget.MaxToolCalls, cfg.Budget.spent(st).ToolCalls; limit > 0 && made+n > limit {
+		return fmt.Sprintf("%s is %d, the run has made %d and the model asked for %d more", budgetCalls, limit, made, n)
 	}
 	return ""
 }
@@ -172,6 +199,11 @@ func (b Budget) errors() []string {
 		if l.v < 0 {
 			errs = append(errs, fmt.Sprintf("budget.%s is negative", l.name))
 		}
+	}
+	switch b.Per {
+	case "", PerConversation, PerTurn:
+	default:
+		errs = append(errs, fmt.Sprintf("budget.per %q is not one of conversation, turn", b.Per))
 	}
 	if b.MaxCost > MaxBudgetCost {
 		errs = append(errs, fmt.Sprintf("budget.max_cost is over %s", FormatCost(MaxBudgetCost)))

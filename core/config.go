@@ -58,6 +58,9 @@ type Config struct {
 	Cycles *Cycles `json:"cycles,omitempty"`
 	// Budget bounds what a run may spend (budget.go).
 	Budget Budget `json:"budget,omitzero"`
+	// Conversation says what a user message does to a run at work and how
+	// long one may be (conversation.go).
+	Conversation ConversationPolicy `json:"conversation,omitzero"`
 
 	// compiled is set by Compile; never encoded (compile.go).
 	compiled *compiledAgent
@@ -92,6 +95,11 @@ type Tool struct {
 	// results ("Web search results"): used when the summary in effect has
 	// no Label of its own (see Summary.Label). Not encoded in actions.
 	SummaryLabel string `json:"summary_label,omitempty" cbor:"-"`
+	// EndsTurn makes a call of this tool, once it has run and succeeded,
+	// end the user turn: its result is the answer and the model is not
+	// called again (a transfer to a human, a final submission). Not
+	// encoded in actions.
+	EndsTurn bool `json:"ends_turn,omitempty" cbor:"-"`
 }
 
 // Memory enables the memory built-ins.

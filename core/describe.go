@@ -115,6 +115,8 @@ func DescribeResult(r Result) string {
 			return "traversed error " + quote(r.Error)
 		}
 		return fmt.Sprintf("traversed entities=%d relations=%d", len(r.Entities), len(r.Relations))
+	case UserMessage:
+		return "user " + quote(r.Content)
 	case Cancelled:
 		return "cancelled " + quote(r.Reason)
 	case nil:
@@ -153,6 +155,12 @@ func DescribeState(st State) string {
 	}
 	if st.Recent != nil && st.Recent.Warned {
 		b.WriteString(" warned")
+	}
+	if c := st.Conv; c != nil {
+		fmt.Fprintf(&b, " turn=%d", c.Turn)
+		if len(c.Queue) > 0 {
+			fmt.Fprintf(&b, " queued=%d", len(c.Queue))
+		}
 	}
 	if len(st.ToolsUsed) > 0 {
 		fmt.Fprintf(&b, " tools_used=%s", strings.Join(st.ToolsUsed, ","))
@@ -217,6 +225,8 @@ func resultKind(r Result) string {
 		return "memory created"
 	case MemoryTraversed:
 		return "memory traversed"
+	case UserMessage:
+		return "a user message"
 	case Cancelled:
 		return "a cancellation"
 	case nil:

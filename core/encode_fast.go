@@ -156,6 +156,27 @@ func appendState(dst []byte, st *State) []byte {
 	if len(st.ToolsOK) > 0 {
 		dst = wire.AppendStrings(f.Key(dst, 14), st.ToolsOK)
 	}
+	if st.Conv != nil {
+		dst = appendConversation(f.Key(dst, 15), st.Conv)
+	}
+	return f.Close(dst)
+}
+
+func appendConversation(dst []byte, c *Conversation) []byte {
+	var f wire.Fields
+	dst = f.Open(dst)
+	if c.Turn != 0 {
+		dst = wire.AppendInt(f.Key(dst, 1), c.Turn)
+	}
+	if c.Input != "" {
+		dst = wire.AppendText(f.Key(dst, 2), c.Input)
+	}
+	if len(c.Queue) > 0 {
+		dst = wire.AppendStrings(f.Key(dst, 3), c.Queue)
+	}
+	if c.Base != (Counters{}) {
+		dst = appendCounters(f.Key(dst, 4), &c.Base)
+	}
 	return f.Close(dst)
 }
 
@@ -164,6 +185,9 @@ func appendRequest(dst []byte, r *Request) []byte {
 	dst = f.Open(dst)
 	if r.Input != "" {
 		dst = wire.AppendText(f.Key(dst, 1), r.Input)
+	}
+	if r.History != 0 {
+		dst = wire.AppendInt(f.Key(dst, 2), r.History)
 	}
 	return f.Close(dst)
 }

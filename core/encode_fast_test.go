@@ -332,7 +332,7 @@ var fastFields = map[reflect.Type][]string{
 		"Cached bool `6,keyasint,omitempty`",
 	},
 	reflect.TypeFor[Attachment](): {"MIME string `1,keyasint,omitempty`", "Data []uint8 `2,keyasint,omitempty`"},
-	reflect.TypeFor[Request]():    {"Input string `1,keyasint,omitempty`"},
+	reflect.TypeFor[Request]():    {"Input string `1,keyasint,omitempty`", "History int `2,keyasint,omitempty`", "Messages []core.Message `-`"},
 	reflect.TypeFor[Pending](): {
 		"Kind core.PendingKind `1,keyasint`", "Role core.ModelRole `2,keyasint,omitempty`",
 		"CallIDs []string `3,keyasint,omitempty`",
@@ -361,6 +361,10 @@ var fastFields = map[reflect.Type][]string{
 		"Stale int `3,keyasint,omitempty`", "Warned bool `4,keyasint,omitempty`",
 	},
 	reflect.TypeFor[Failure](): {"Code core.FailCode `1,keyasint`", "Reason string `2,keyasint`"},
+	reflect.TypeFor[Conversation](): {
+		"Turn int `1,keyasint,omitempty`", "Input string `2,keyasint,omitempty`",
+		"Queue []string `3,keyasint,omitempty`", "Base core.Counters `4,keyasint,omitempty`",
+	},
 	reflect.TypeFor[State](): {
 		"Version int `1,keyasint`", "Request core.Request `2,keyasint`", "Phase core.Phase `3,keyasint`",
 		"Messages []core.Message `4,keyasint,omitempty`", "Pending *core.Pending `5,keyasint,omitempty`",
@@ -369,6 +373,7 @@ var fastFields = map[reflect.Type][]string{
 		"Answer string `10,keyasint,omitempty`", "Failure *core.Failure `11,keyasint,omitempty`",
 		"Escalation string `12,keyasint,omitempty`", "Recent *core.CallLog `13,keyasint,omitempty`",
 		"ToolsOK []string `14,keyasint,omitempty`",
+		"Conv *core.Conversation `15,keyasint,omitempty`",
 	},
 	reflect.TypeFor[Complete](): {
 		"Answer string `1,keyasint,omitempty`", "ToolsUsed []string `2,keyasint,omitempty`",
@@ -385,6 +390,7 @@ var fastFields = map[reflect.Type][]string{
 		"Idempotent bool `idempotent,omitempty`", "MaxResultBytes int `max_result_bytes,omitempty`",
 		"Summary *core.Summary `-`", // not part of what a model call is sent
 		"SummaryLabel string `-`",   // nor this
+		"EndsTurn bool `-`",         // nor this
 	},
 	reflect.TypeFor[RequestToolCalls](): {
 		"Calls []core.ToolCall `1,keyasint`", "Parallel bool `2,keyasint,omitempty`",

@@ -220,7 +220,7 @@ func genState(text *rapid.Generator[string]) *rapid.Generator[State] {
 	return rapid.Custom(func(t *rapid.T) State {
 		return State{
 			Version:    rapid.OneOf(rapid.Just(StateVersion), genInt()).Draw(t, "version"),
-			Request:    Request{Input: text.Draw(t, "input")},
+			Request:    Request{Input: text.Draw(t, "input"), History: genInt().Draw(t, "history")},
 			Phase:      phase.Draw(t, "phase"),
 			Messages:   genList(genMessage(text)).Draw(t, "messages"),
 			Pending:    genPtr(genPending(text)).Draw(t, "pending"),
@@ -233,6 +233,18 @@ func genState(text *rapid.Generator[string]) *rapid.Generator[State] {
 			Escalation: text.Draw(t, "escalation"),
 			Recent:     genPtr(genCallLog(text)).Draw(t, "call-log"),
 			ToolsOK:    genList(text).Draw(t, "tools-ok"),
+			Conv:       genPtr(genConversation(text)).Draw(t, "conversation"),
+		}
+	})
+}
+
+func genConversation(text *rapid.Generator[string]) *rapid.Generator[Conversation] {
+	return rapid.Custom(func(t *rapid.T) Conversation {
+		return Conversation{
+			Turn:  genInt().Draw(t, "turn"),
+			Input: text.Draw(t, "input"),
+			Queue: genList(text).Draw(t, "queue"),
+			Base:  genCounters(text).Draw(t, "base"),
 		}
 	})
 }

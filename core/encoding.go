@@ -191,6 +191,8 @@ func ResultKind(r Result) string {
 		return "memory_created"
 	case MemoryTraversed:
 		return "memory_traversed"
+	case UserMessage:
+		return "user_message"
 	case Cancelled:
 		return "cancelled"
 	}
@@ -237,6 +239,8 @@ func DecodeResult(b []byte) (Result, error) {
 		r, err = decodeInto[MemoryCreated](env.Body, nil)
 	case "memory_traversed":
 		r, err = decodeInto[MemoryTraversed](env.Body, nil)
+	case "user_message":
+		r, err = decodeInto[UserMessage](env.Body, nil)
 	case "cancelled":
 		r, err = decodeInto[Cancelled](env.Body, nil)
 	default:

@@ -13,7 +13,7 @@ const helperInstructions = "You advise an AI agent that is stuck. Read its task,
 	"tools. Do not call tools yourself and do not answer for it."
 
 func canEscalate(cfg Config, st State) bool {
-	return cfg.Models.Helper != "" && st.Counters.Escalations < cfg.maxEscalations()
+	return cfg.Models.Helper != "" && st.Counters.Escalations-st.turnBase().Escalations < cfg.maxEscalations()
 }
 
 func escalate(st State, reason string) State {
@@ -27,7 +27,7 @@ func escalate(st State, reason string) State {
 // conversation, bounded so escalating costs the same at any run length.
 func helperMessages(cfg Config, st State) []Message {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Task: %s\nWhy the agent is stuck: %s\n", st.Request.Input, st.Escalation)
+	fmt.Fprintf(&b, "Task: %s\nWhy the agent is stuck: %s\n", st.task(), st.Escalation)
 	if names := toolNames(cfg.tools()); len(names) > 0 {
 		fmt.Fprintf(&b, "Its tools: %s\n", strings.Join(names, ", "))
 	}

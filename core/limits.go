@@ -45,7 +45,11 @@ func beforeModelCall(cfg Config, st State) (State, bool) {
 // turns is how many calls the primary model has been asked: every model
 // call but the helper's, and the helper is asked once per escalation by
 // the time the primary is asked again.
-func turns(st State) int { return st.Counters.ModelCalls - st.Counters.Escalations }
+// They count from the start of the user turn in progress.
+func turns(st State) int {
+	base := st.turnBase()
+	return st.Counters.ModelCalls - st.Counters.Escalations - (base.ModelCalls - base.Escalations)
+}
 
 // resumeFinal takes the primary's answer to the final request. Tool calls in
 // it are not run: its text is the answer.
@@ -63,9 +67,14 @@ func resumeFinal(cfg Config, st State, r ModelReply) State {
 }
 
 // complete ends the run with its answer, cited as the agent asks.
+// Messages the user sent meanwhile begin the next turn at once.
 func complete(cfg Config, st State, text string) State {
 	st.Phase = PhaseDone
 	st.Answer = cite(cfg, st, text)
+	if st.Conv != nil && len(st.Conv.Queue) > 0 {
+		st.Phase = PhaseModel
+		return deliverQueue(st)
+	}
 	return st
 }
 
@@ -83,6 +92,7 @@ func (c Config) policyErrors() []string {
 		errs = append(errs, fmt.Sprintf("policy.citations %q is not one of sources, tags, both", c.Policy.Citations))
 	}
 	errs = append(errs, c.Budget.errors()...)
+	errs = append(errs, c.Conversation.errors()...)
 	errs = append(errs, c.Models.PrimaryPrice.errors(Primary)...)
 	errs = append(errs, c.Models.HelperPrice.errors(Helper)...)
 	if c.Cycles != nil {

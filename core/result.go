@@ -1,8 +1,8 @@
 package core
 
 // Result is the outcome of a request, handed to Resume. It is a closed set:
-// ModelReply, ToolResults, MemoryHits, MemoryCreated, MemoryTraversed and
-// Cancelled.
+// ModelReply, ToolResults, MemoryHits, MemoryCreated, MemoryTraversed,
+// UserMessage and Cancelled.
 type Result interface{ isResult() }
 
 // ModelReply is what a model answered. Error is set when the provider gave up
@@ -93,12 +93,24 @@ type MemoryTraversed struct {
 	Error     string     `cbor:"3,keyasint,omitempty" json:"error,omitempty"`
 }
 
-// Cancelled ends the run at whatever request is pending.
+// Cancelled ends the run at whatever request is pending. On a run that
+// answered and waits for the user's next message, it closes the
+// conversation: the run ends cancelled, its last answer kept.
 type Cancelled struct {
 	Reason string `cbor:"1,keyasint,omitempty" json:"reason,omitempty"`
 }
 
+// UserMessage is the user's next message in the run's conversation. It
+// answers no request: Resume takes it whenever the run has not ended for
+// good (see conversation.go). A run that answered begins a new user turn
+// with it; a run at work queues it, or with OnInterrupt ends the turn in
+// flight for it.
+type UserMessage struct {
+	Content string `cbor:"1,keyasint,omitempty" json:"content"`
+}
+
 func (ModelReply) isResult()      {}
+func (UserMessage) isResult()     {}
 func (ToolResults) isResult()     {}
 func (MemoryHits) isResult()      {}
 func (MemoryCreated) isResult()   {}

@@ -25,18 +25,20 @@ func Resume(cfg Config, st State, res Result) (State, error) {
 	if err := checkState(st); err != nil {
 		return st, err
 	}
-	if st.Pending == nil {
-		return st, fmt.Errorf("%w (phase %s)", ErrNothingPending, st.Phase)
-	}
 	res = sanitize(res)
-	if c, ok := res.(Cancelled); ok {
-		reason := "the run was cancelled"
-		if c.Reason != "" {
-			reason += ": " + c.Reason
+	var next State
+	var err error
+	switch r := res.(type) {
+	case UserMessage:
+		next, err = receive(cfg, st, r) // conversation.go
+	case Cancelled:
+		return cancel(st, r)
+	default:
+		if st.Pending == nil {
+			return st, fmt.Errorf("%w (phase %s)", ErrNothingPending, st.Phase)
 		}
-		return failed(st, FailCancelled, reason), nil
+		next, err = resume(cfg, st, res)
 	}
-	next, err := resume(cfg, st, res)
 	if err != nil {
 		return st, err
 	}
@@ -44,6 +46,22 @@ func Resume(cfg Config, st State, res Result) (State, error) {
 		next = failed(next, FailStateTooLarge, fmt.Sprintf("the conversation grew to about %d bytes, over the limit of %d", next.Counters.Bytes, cfg.maxStateBytes()))
 	}
 	return next, nil
+}
+
+// cancel ends the run cancelled: at whatever request is pending, or, on a
+// run that answered, closing its conversation.
+func cancel(st State, c Cancelled) (State, error) {
+	reason := "the run was cancelled"
+	switch {
+	case st.Phase == PhaseDone:
+		reason = "the conversation was closed"
+	case st.Pending == nil:
+		return st, fmt.Errorf("%w (phase %s)", ErrNothingPending, st.Phase)
+	}
+	if c.Reason != "" {
+		reason += ": " + c.Reason
+	}
+	return failed(st, FailCancelled, reason), nil
 }
 
 func resume(cfg Config, st State, res Result) (State, error) {
@@ -174,13 +192,13 @@ func finishTurnWith(cfg Config, st State, note string) State {
 		for i, c := range turn.Calls {
 			msgs[i] = Message{Role: RoleTool, CallID: c.ID, Name: c.Name, Content: resultText(results[i]), IsError: results[i].Failed(), Attachments: results[i].Attachments}
 		}
-		return afterTurn(cfg, appendMessages(st, msgs...), turn)
+		return endTurn(cfg, afterTurn(cfg, appendMessages(st, msgs...), turn), turn)
 	}
 	content := renderTurnResults(cfg, st, turn.Calls, results)
 	if note != "" {
 		content += "\n" + note
 	}
-	return afterTurn(cfg, appendMessages(st, Message{Role: RoleUser, Content: content, Attachments: attachmentsOf(results)}), turn)
+	return endTurn(cfg, afterTurn(cfg, appendMessages(st, Message{Role: RoleUser, Content: content, Attachments: attachmentsOf(results)}), turn), turn)
 }
 
 // resultText is what the model reads for a call: its output, or its error

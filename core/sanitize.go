@@ -53,6 +53,8 @@ func sanitize(res Result) Result {
 			rels[i] = Relation{From: clean(x.From), To: clean(x.To), Type: clean(x.Type)}
 		}
 		return MemoryTraversed{Entities: ents, Relations: rels, Error: clean(r.Error)}
+	case UserMessage:
+		return UserMessage{Content: clean(r.Content)}
 	case Cancelled:
 		return Cancelled{Reason: clean(r.Reason)}
 	}

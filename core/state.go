@@ -40,9 +40,19 @@ const (
 	Helper  ModelRole = "helper"
 )
 
-// Request is what a run was started with.
+// Request is what a run was started with: one input, or a message history
+// (see Start).
 type Request struct {
+	// Input is the user's message. A run started from a history holds its
+	// last user message here.
 	Input string `cbor:"1,keyasint,omitempty" json:"input"`
+	// History is how many messages the history a run started from held
+	// (0: it started from Input).
+	History int `cbor:"2,keyasint,omitempty" json:"history,omitempty"`
+	// Messages is a history to start from instead of Input, in the OpenAI
+	// chat format's roles (see Start). Start moves it into the state's
+	// messages; it is never stored in the Request.
+	Messages []Message `cbor:"-" json:"messages,omitempty"`
 }
 
 // Message is one entry of the conversation.
@@ -120,6 +130,26 @@ type State struct {
 	// first did: what citations name when the tools reported no sources (a
 	// tool whose every call failed is no source).
 	ToolsOK []string `cbor:"14,keyasint,omitempty"`
+	// Conv is where the run's conversation stands once the user sent a
+	// message after its start (nil until then; see conversation.go).
+	Conv *Conversation `cbor:"15,keyasint,omitempty"`
+}
+
+// Conversation is the run's conversation beyond its first user turn. A
+// user turn begins with a user message and ends with the run's answer to
+// it; the limits count per user turn from Base (see conversation.go).
+type Conversation struct {
+	// Turn numbers the user turn in progress (or last answered): the
+	// first is 1.
+	Turn int `cbor:"1,keyasint,omitempty"`
+	// Input is the message that began it.
+	Input string `cbor:"2,keyasint,omitempty"`
+	// Queue holds the messages the user sent while the run worked, in the
+	// order they came: they are delivered before the next call to the
+	// primary model.
+	Queue []string `cbor:"3,keyasint,omitempty"`
+	// Base is the counters when the turn began.
+	Base Counters `cbor:"4,keyasint,omitempty"`
 }
 
 // Counters are the run's running totals, used by the limits.

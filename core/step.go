@@ -51,7 +51,10 @@ func checkState(st State) error {
 
 // decide picks the next request and records it as pending, or ends the run.
 func decide(cfg Config, st State) State {
-	if st.Counters.Steps >= cfg.maxSteps() {
+	if st.Phase == PhaseModel {
+		st = deliverQueue(st) // conversation.go
+	}
+	if st.Counters.Steps-st.turnBase().Steps >= cfg.maxSteps() {
 		return failed(st, FailMaxSteps, fmt.Sprintf("the run reached its limit of %d steps without an answer", cfg.maxSteps()))
 	}
 	if st.Phase == PhaseModel || st.Phase == PhaseEscalate || st.Phase == PhaseFinal {
