@@ -49,11 +49,17 @@ type Runs interface {
 
 	// Checkpoint appends a step in one transaction: the action, the result
 	// that led to it and the state (Action.Next()), and sets the run's
-	// status from the action (StatusOf). It writes nothing when cp.Seq is
-	// not the next sequence number (ErrSeq), when the state's messages do
-	// not extend the stored log (ErrNotAppend), when the run has ended
-	// (ErrEnded), or when l is not the run's lease (ErrLeaseLost). What it
-	// writes is proportional to what the step added.
+	// status from the action (StatusOf), except that a run whose inbox
+	// holds messages is left running rather than completed. It writes
+	// nothing when cp.Seq is not the next sequence number (ErrSeq), when
+	// the state's messages do not extend the stored log (ErrNotAppend),
+	// when the run has ended (ErrEnded: failed, cancelled, or completed
+	// unless cp.Result is a core.UserMessage, which goes on with the
+	// conversation, or a core.Cancelled, which closes it), when
+	// cp.Delivered is not the oldest message of the inbox (ErrConflict),
+	// or when l is not the run's lease (ErrLeaseLost). A step whose result
+	// is a core.UserMessage counts a turn (RunInfo.Turns). What it writes
+	// is proportional to what the step added.
 	Checkpoint(ctx context.Context, l Lease, cp Checkpoint) error
 	// RequestCancel records that the run should end cancelled, with reason
 	// (not empty): for a run another process drives, whose driver sees the
@@ -61,6 +67,18 @@ type Runs interface {
 	// needs no lease. ErrEnded when the run has ended, ErrNotFound when
 	// there is no such run.
 	RequestCancel(ctx context.Context, runID, reason string) error
+	// PostMessage durably queues a user message for the run, in its inbox,
+	// and returns the message's number (1, 2, ... in the order posted; two
+	// racing posts get different numbers). It needs no lease. A completed
+	// run (one that answered and waits for the user) becomes running, for
+	// a driver to claim and fold the message in; a run at work keeps its
+	// status, and its driver folds the message in at a step boundary
+	// (Checkpoint.Delivered). ErrNotFound when there is no such run;
+	// ErrEnded, storing nothing, when the run failed or was cancelled.
+	PostMessage(ctx context.Context, runID, content string) (int, error)
+	// Inbox returns the run's posted messages not folded in yet, oldest
+	// first (none for an unknown run).
+	Inbox(ctx context.Context, runID string) ([]InboxMessage, error)
 	// SetStatus sets a status outside a checkpoint (interrupted, stalled,
 	// awaiting_tool_results for a re-issued pause, running). An ended run's
 	// status cannot change (ErrEnded).

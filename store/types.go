@@ -97,7 +97,7 @@ type RunInfo struct {
 	Status      Status
 	Created     time.Time // UTC
 	Updated     time.Time // UTC
-	// Answer is the final answer of a completed run.
+	// Answer is the answer of a completed run: its last turn's.
 	Answer string
 	// FailCode is why a failed run failed.
 	FailCode core.FailCode
@@ -124,6 +124,10 @@ type RunInfo struct {
 	// CancelReason, when not empty, is a cancellation someone requested
 	// (Runs.RequestCancel) for the run's driver to act on at its next step.
 	CancelReason string
+	// Turns counts the user messages the run has taken: its input (or the
+	// user messages of the history it started from) and every step whose
+	// result is a core.UserMessage.
+	Turns int
 	// TakeOvers are the operators' forced take-overs of the run's lease,
 	// oldest first, one line each: when, the new holder, the holder taken
 	// over, and why (see LeaseRequest.Forced).
@@ -193,6 +197,19 @@ type Checkpoint struct {
 	Result core.Result
 	// Action is this step's decision; Action.Next() is the state stored.
 	Action core.Action
+	// Delivered is the number of the inbox message (Runs.PostMessage)
+	// this step folds in, whose result is then that core.UserMessage; 0
+	// for none. The checkpoint removes it from the inbox.
+	Delivered int
+}
+
+// InboxMessage is a user message posted to a run (Runs.PostMessage) and
+// not folded into it yet.
+type InboxMessage struct {
+	// N numbers the run's posted messages from 1, in the order posted.
+	N       int
+	Content string
+	Posted  time.Time // UTC
 }
 
 // StepRecord is one stored step.
