@@ -78,10 +78,14 @@ func receive(cfg Config, st State, m UserMessage) (State, error) {
 	if err := CheckMessage(cfg, m.Content); err != nil {
 		return st, err
 	}
+	if st.Phase == PhaseFailed {
+		return st, fmt.Errorf("%w: the run %s (%s)", ErrConversationEnded, endedHow(st), st.Failure.Reason)
+	}
+	if n, limit := st.Counters.Bytes+queuedBytes(st)+messageSize(Message{Role: RoleUser, Content: m.Content}), cfg.maxStateBytes(); n > limit {
+		return st, fmt.Errorf("%w: the conversation would grow to about %d bytes, over its limit of %d (limits.max_state_bytes)", ErrMessageTooLarge, n, limit)
+	}
 	p := st.Pending
 	switch {
-	case st.Phase == PhaseFailed:
-		return st, fmt.Errorf("%w: the run %s (%s)", ErrConversationEnded, endedHow(st), st.Failure.Reason)
 	case st.Phase == PhaseDone:
 		return beginTurn(st, m.Content), nil
 	case p == nil:
@@ -94,6 +98,16 @@ func receive(cfg Config, st State, m UserMessage) (State, error) {
 		return interrupt(cfg, st), nil
 	}
 	return st, nil
+}
+
+func queuedBytes(st State) int {
+	n := 0
+	if st.Conv != nil {
+		for _, q := range st.Conv.Queue {
+			n += messageSize(Message{Role: RoleUser, Content: q})
+		}
+	}
+	return n
 }
 
 func endedHow(st State) string {

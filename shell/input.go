@@ -2,7 +2,6 @@ package shell
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/stepwise-agent/stepwise/core"
 )
@@ -22,12 +21,4 @@ func InputLimit(cfg core.Config) int {
 		n = core.DefaultLimits().MaxStateBytes
 	}
 	return n / 4
-}
-
-// checkInput refuses an input over the agent's InputLimit.
-func checkInput(cfg core.Config, input string) error {
-	if limit := InputLimit(cfg); len(input) > limit {
-		return fmt.Errorf("%w: %d bytes, over the limit of %d (a quarter of the agent's limits.max_state_bytes)", ErrInputTooLarge, len(input), limit)
-	}
-	return nil
 }

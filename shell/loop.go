@@ -40,14 +40,14 @@ func (r *Runner) drive(ctx, hctx context.Context, ag *Agent, cur *cursor, h *hol
 		}
 		if fresh {
 			// Persist before acting: the request is durable before it is made.
-			cp := store.Checkpoint{Seq: cur.seq + 1, Result: cur.result, Action: a}
+			cp := store.Checkpoint{Seq: cur.seq + 1, Result: cur.result, Action: a, Delivered: cur.delivered}
 			if err := r.checkpoint(h, cur, cp); err != nil {
 				if o, ok := errors.AsType[*StoreOutage](err); ok {
 					return r.outage(cur, h, x, o)
 				}
 				return Outcome{}, r.lostOr(h, fmt.Errorf("run %s: checkpoint step %d: %w", cur.id, cp.Seq, err))
 			}
-			cur.seq, cur.result = cp.Seq, nil
+			cur.seq, cur.result, cur.delivered = cp.Seq, nil, 0
 			if err := r.progressed(h, cur, a); err != nil {
 				return Outcome{}, r.lostOr(h, fmt.Errorf("run %s: reset its stall count: %w", cur.id, err))
 			}
@@ -68,6 +68,20 @@ func (r *Runner) drive(ctx, hctx context.Context, ag *Agent, cur *cursor, h *hol
 			}
 			cur.st, cur.result = next, core.Cancelled{Reason: x.String(reason)}
 			continue
+		}
+		if checksInbox(cfg, a) {
+			// A message the user sent is folded in, as a step of its
+			// own, before the request is made (conversation.go).
+			folded, err := r.foldInbox(h, cur, cfg, x)
+			if o, ok := errors.AsType[*StoreOutage](err); ok {
+				return r.outage(cur, h, x, o)
+			}
+			if err != nil {
+				return Outcome{}, r.lostOr(h, err)
+			}
+			if folded {
+				continue
+			}
 		}
 		if cur.stop != nil {
 			select {

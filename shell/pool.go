@@ -3,7 +3,6 @@ package shell
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/stepwise-agent/stepwise/core"
@@ -49,27 +48,7 @@ var ErrHandOff = errors.New("handed off to another worker")
 // It returns the run's id. An input over InputLimit is refused
 // (ErrInputTooLarge), nothing stored.
 func (p *Pool) Create(ctx context.Context, ag *Agent, input string) (string, error) {
-	r := p.r
-	if err := r.check(ag); err != nil {
-		return "", err
-	}
-	if err := checkInput(ag.Config, input); err != nil {
-		return "", err
-	}
-	input = NewRedactor(ag.Secrets).String(input)
-	st, err := core.Start(ag.Config, core.Request{Input: input})
-	if err != nil {
-		return "", err
-	}
-	id := r.opts.NewID()
-	if _, err := r.store.CreateRun(ctx, store.NewRun{
-		ID: id, Agent: ag.Config.Name, ConfigHash: core.ConfigHash(ag.Config),
-		Config: ag.Source, Input: st.Request.Input, Initial: st,
-	}); err != nil {
-		return "", fmt.Errorf("create run: %w", err)
-	}
-	r.states.put(id, 0, st)
-	return id, nil
+	return p.CreateFrom(ctx, ag, core.Request{Input: input})
 }
 
 // Drive drives a run whose lease l the caller took at the time acquired

@@ -111,6 +111,8 @@ func (x Redactor) Result(res core.Result) core.Result {
 			rels[i] = core.Relation{From: x.String(rel.From), To: x.String(rel.To), Type: x.String(rel.Type)}
 		}
 		return core.MemoryTraversed{Entities: ents, Relations: rels, Error: x.String(r.Error)}
+	case core.UserMessage:
+		return core.UserMessage{Content: x.String(r.Content)}
 	case core.Cancelled:
 		return core.Cancelled{Reason: x.String(r.Reason)}
 	}

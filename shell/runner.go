@@ -272,28 +272,7 @@ var (
 // interrupted). The run is created with its lease held by this runner. An
 // input over InputLimit is refused (ErrInputTooLarge), nothing stored.
 func (r *Runner) Start(ctx context.Context, ag *Agent, input string) (Outcome, error) {
-	ag = ag.current()
-	if err := r.check(ag); err != nil {
-		return Outcome{}, err
-	}
-	if err := checkInput(ag.Config, input); err != nil {
-		return Outcome{}, err
-	}
-	input = NewRedactor(ag.Secrets).String(input)
-	st, err := core.Start(ag.Config, core.Request{Input: input})
-	if err != nil {
-		return Outcome{}, err
-	}
-	id := r.opts.NewID()
-	acquired := time.Now()
-	l, err := r.store.CreateRun(ctx, store.NewRun{
-		ID: id, Agent: ag.Config.Name, ConfigHash: core.ConfigHash(ag.Config),
-		Config: ag.Source, Input: st.Request.Input, Initial: st, Owner: r.opts.Owner, LeaseTTL: r.opts.LeaseTTL,
-	})
-	if err != nil {
-		return Outcome{}, fmt.Errorf("create run: %w", err)
-	}
-	return r.driveHeld(ctx, ag, &cursor{id: id, st: st}, l, acquired)
+	return r.StartFrom(ctx, ag, core.Request{Input: input})
 }
 
 // Resume continues a run that was interrupted, stalled or crashed from its
@@ -447,6 +426,8 @@ type cursor struct {
 	seq    int
 	st     core.State
 	result core.Result
+	// delivered is the inbox message result is (store.Checkpoint.Delivered).
+	delivered int
 	// inDoubt collects what became of in-doubt calls, for the Outcome.
 	inDoubt []InDoubtCall
 	// handOff stops the drive before it performs a request: the run is

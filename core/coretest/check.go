@@ -28,8 +28,12 @@ func CheckState(cfg core.Config, st core.State) error {
 	if maxSteps == 0 {
 		maxSteps = core.DefaultLimits().MaxSteps
 	}
-	if st.Counters.Steps > maxSteps {
-		return fmt.Errorf("steps %d over the limit %d", st.Counters.Steps, maxSteps)
+	base := 0
+	if st.Conv != nil {
+		base = st.Conv.Base.Steps
+	}
+	if st.Counters.Steps-base > maxSteps {
+		return fmt.Errorf("steps %d in the turn over the limit %d", st.Counters.Steps-base, maxSteps)
 	}
 	if st.Done() && st.Pending != nil {
 		return errors.New("an ended run has a pending request")
