@@ -119,7 +119,9 @@ func (r *Runner) foldInbox(h *holding, cur *cursor, cfg core.Config, x Redactor)
 		return false, fmt.Errorf("run %s: message %d: %w", cur.id, m.N, err)
 	}
 	cur.st, cur.result, cur.delivered = next, res, m.N
-	r.emit(func() Event { return Event{RunID: cur.id, Seq: cur.seq, Kind: "message", Text: res.Content, Result: res} })
+	r.emit(func() Event {
+		return Event{RunID: cur.id, Seq: cur.seq, Kind: "message", Text: res.Content, Result: res}
+	})
 	return true, nil
 }
 

@@ -75,7 +75,7 @@ func (s *Spec) specsFor(t ToolTable, params json.RawMessage, impls []shell.Tool)
 			}
 		}
 		return []core.Tool{{Name: t.Name, Description: t.Description, Parameters: params, Mode: core.ModeExternal,
-			Idempotent: t.Idempotent != nil && *t.Idempotent, MaxResultBytes: t.MaxResultBytes, Summary: (*core.Summary)(t.Summary)}}, nil
+			Idempotent: t.Idempotent != nil && *t.Idempotent, MaxResultBytes: t.MaxResultBytes, Summary: (*core.Summary)(t.Summary), EndsTurn: t.EndsTurn}}, nil
 	}
 	out := make([]core.Tool, len(impls))
 	for i, impl := range impls {
@@ -89,6 +89,7 @@ func (s *Spec) specsFor(t ToolTable, params json.RawMessage, impls []shell.Tool)
 		}
 		spec.MaxResultBytes = t.MaxResultBytes
 		spec.Summary = (*core.Summary)(t.Summary)
+		spec.EndsTurn = t.EndsTurn
 		out[i] = spec
 	}
 	return out, nil

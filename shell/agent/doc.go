@@ -41,7 +41,8 @@
 //	[summary]                    # items, item_chars, max_bytes: see Result summaries
 //	[collaboration]              # threshold, max_retries: see Run limits
 //	[cycles]                     # enabled (on without the table), max_period, repeats, no_progress
-//	[budget]                     # max_input_tokens, max_output_tokens, max_cost, max_tool_calls
+//	[budget]                     # max_input_tokens, max_output_tokens, max_cost, max_tool_calls, per
+//	[conversation]               # on_message, max_message_bytes: see Conversations
 //
 //	[[tools]]                    # a built-in tool, with its options
 //	builtin = "run_code"
@@ -394,6 +395,53 @@
 // Prices and max_cost are exact to six decimal places (micro-units); a
 // cost is kept as an integer (10^-12 of the currency), so it never drifts.
 // max_cost needs the prices of every model the agent has.
+//
+// # Conversations
+//
+// A run is a conversation (ADR 0032). A user turn begins with a user
+// message (the run's input, or a message sent with stepwise say, POST
+// /v1/runs/{id}/messages or Runner.Say) and ends when the run answers it:
+// the run is then completed, and the user's next message goes on with the
+// same run, its messages, memory, tools used and sources. A failed or
+// cancelled run has ended for good; stepwise cancel on a completed run
+// closes its conversation (it ends cancelled, its last answer kept).
+//
+// Limits count per user turn: max_steps, max_turns, the corrections and
+// escalations in a row, max_repeats and cycle detection start again with
+// each user message. max_state_bytes bounds the whole conversation: a
+// message it has no room for is refused, the run unchanged. [budget]
+// counts the whole conversation unless per = "turn":
+//
+//	[budget]
+//	max_tool_calls = 20
+//	per = "turn"                 # or "conversation", the default
+//
+// A message sent while the run works is stored at once and taken in as a
+// step of its own, never lost, never reordered. [conversation] on_message
+// says what it does:
+//
+//	[conversation]
+//	on_message = "queue"         # the default: given to the model before its next call
+//	max_message_bytes = 262144   # the default (256 KiB); a larger message is refused
+//
+// With on_message = "interrupt", a message that comes while the turn
+// waits on tool calls (running, or paused for external results) ends the
+// turn at the next step: the calls not run yet get an error result saying
+// why, and the model answers the new message.
+//
+// A tool table may say ends_turn = true (a transfer to a human, a final
+// submission): once a call of its tools has run and succeeded, the turn
+// completes with the call's result as the answer, with no further model
+// call. A failed call goes back to the model as any failure does.
+//
+// A run may start from an OpenAI-format message history instead of an
+// input (stepwise run --messages FILE, POST /v1/runs with messages): a
+// system message may come first (it replaces the agent's prompt; a text
+// format's tool documentation still follows it); user, assistant (with
+// tool_calls) and tool messages follow, every call answered by a tool
+// message right after its assistant message, and the history ends with a
+// user message or tool results. Anything else is refused with a clear
+// error. Recall ([memory] recall) does not run for a history.
 //
 // Cycle detection, beyond max_repeats (which stops the same call made
 // again and again), is on by default: a block of 2 to max_period calls

@@ -31,6 +31,15 @@ type File struct {
 	Collaboration *Collaboration `toml:"collaboration"`
 	Cycles        *Cycles        `toml:"cycles"`
 	Budget        Budget         `toml:"budget"`
+	// Conversation is the [conversation] table (core.ConversationPolicy).
+	Conversation Conversation `toml:"conversation"`
+}
+
+// Conversation mirrors core.ConversationPolicy.
+type Conversation struct {
+	// OnMessage is queue (the default) or interrupt.
+	OnMessage       core.OnMessage `toml:"on_message"`
+	MaxMessageBytes int            `toml:"max_message_bytes"`
 }
 
 // Summary mirrors core.Summary: [summary], or a tool table's summary key.
@@ -125,12 +134,15 @@ type ToolTable struct {
 	Timeout        string   `toml:"timeout"`
 	MaxResultBytes int      `toml:"max_result_bytes"`
 	Summary        *Summary `toml:"summary"`
-	Command        []string `toml:"command"`
-	Stdin          string   `toml:"stdin"`
-	Dir            string   `toml:"dir"`
-	Env            []string `toml:"env"`
-	PassContext    bool     `toml:"pass_context"`
-	MaxOutput      int      `toml:"max_output"`
+	// EndsTurn makes a successful call of the table's tools end the user
+	// turn with its result as the answer (core.Tool.EndsTurn).
+	EndsTurn    bool     `toml:"ends_turn"`
+	Command     []string `toml:"command"`
+	Stdin       string   `toml:"stdin"`
+	Dir         string   `toml:"dir"`
+	Env         []string `toml:"env"`
+	PassContext bool     `toml:"pass_context"`
+	MaxOutput   int      `toml:"max_output"`
 	// Secrets names variables passed into the tool's environment, like Env,
 	// that are secret (command tools and run_code).
 	Secrets []string `toml:"secrets"`

@@ -43,6 +43,9 @@ type Budget struct {
 	MaxOutputTokens int      `toml:"max_output_tokens"`
 	MaxCost         *float64 `toml:"max_cost"`
 	MaxToolCalls    int      `toml:"max_tool_calls"`
+	// Per is conversation (the default: the budgets count the whole
+	// conversation) or turn (each user turn from its start).
+	Per core.BudgetScope `toml:"per"`
 }
 
 // policies converts the run-limit policies' tables into cfg, whose models
@@ -123,7 +126,21 @@ func policies(f File, cfg *core.Config, at func(path, format string, args ...any
 			return at("budget."+l.key, "budget.%s is negative (leave it out for no bound)", l.key)
 		}
 	}
-	cfg.Budget = core.Budget{MaxInputTokens: b.MaxInputTokens, MaxOutputTokens: b.MaxOutputTokens, MaxToolCalls: b.MaxToolCalls}
+	switch b.Per {
+	case "", core.PerConversation, core.PerTurn:
+	default:
+		return at("budget.per", "budget.per %q is not one of conversation, turn", b.Per)
+	}
+	cfg.Budget = core.Budget{MaxInputTokens: b.MaxInputTokens, MaxOutputTokens: b.MaxOutputTokens, MaxToolCalls: b.MaxToolCalls, Per: b.Per}
+	switch c := f.Conversation; c.OnMessage {
+	case "", core.OnQueue, core.OnInterrupt:
+		if c.MaxMessageBytes < 0 {
+			return at("conversation.max_message_bytes", "conversation.max_message_bytes is negative (leave it out for the default, %d)", core.DefaultMaxMessageBytes)
+		}
+		cfg.Conversation = core.ConversationPolicy{OnMessage: c.OnMessage, MaxMessageBytes: c.MaxMessageBytes}
+	default:
+		return at("conversation.on_message", "conversation.on_message %q is not one of queue, interrupt", c.OnMessage)
+	}
 	if b.MaxCost != nil {
 		micro, err := microUnits(*b.MaxCost, core.MaxBudgetCost/1_000_000)
 		if err != nil {
