@@ -73,8 +73,10 @@ func ReplayChanges(ctx context.Context, st RunReader, runID string, cfg core.Con
 	err = st.Steps(ctx, runID, func(rec store.StepRecord) error {
 		if rec.Seq == 0 {
 			cur = rec.State
-			if info.ParentID != "" {
-				return nil // a fork starts from a state of its parent
+			if info.ParentID != "" || rec.State.Request.History > 0 {
+				// A fork starts from a state of its parent; a run started
+				// from a message history, from that history as recorded.
+				return nil
 			}
 			// A run starts from its input: a changed prompt or tool list
 			// shows in the first request.

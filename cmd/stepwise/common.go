@@ -385,7 +385,9 @@ func (e *env) runErr(cmd string, err error) int {
 	case errors.Is(err, core.ErrUnknownCall), errors.Is(err, core.ErrDuplicateResult), errors.Is(err, core.ErrMissingResults),
 		errors.Is(err, core.ErrWrongResult), errors.Is(err, core.ErrNothingPending), errors.Is(err, shell.ErrNotPaused),
 		errors.Is(err, shell.ErrRunEnded), errors.Is(err, store.ErrNotFound), errors.Is(err, core.ErrInvalidConfig),
-		errors.Is(err, shell.ErrBadResults), errors.Is(err, agent.ErrInvalid), errors.Is(err, shell.ErrInputTooLarge):
+		errors.Is(err, shell.ErrBadResults), errors.Is(err, agent.ErrInvalid), errors.Is(err, shell.ErrInputTooLarge),
+		errors.Is(err, core.ErrEmptyMessage), errors.Is(err, core.ErrMessageTooLarge), errors.Is(err, core.ErrConversationEnded),
+		errors.Is(err, core.ErrBadHistory):
 		return exitUsage
 	}
 	return exitInternal

@@ -6,12 +6,13 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/stepwise-agent/stepwise/core"
 	"github.com/stepwise-agent/stepwise/shell"
 	"github.com/stepwise-agent/stepwise/shell/agent"
 )
 
 func init() {
-	c := &command{name: "run", args: "AGENT.toml [INPUT]", summary: "run an agent on an input (stdin when absent)",
+	c := &command{name: "run", args: "AGENT.toml [INPUT | --messages FILE]", summary: "run an agent on an input (stdin when absent) or a message history",
 		help: `Runs the agent to completion, failure, a pause for external tools, or a stall.
 Progress goes to stderr, one line per step; while a model call is in flight, its elapsed
 time, its retries with their reason and the reply as it streams (--quiet: none of it). The
@@ -22,6 +23,13 @@ Without INPUT the input is read from stdin; an empty input is refused, and so is
 one over 2 MiB (a quarter of the agent's limits.max_state_bytes; exit 2, nothing
 stored). The agent file may be at most 1 MiB.
 
+With --messages FILE (- for stdin) the run starts from a message history in the
+OpenAI chat format instead of an input: a JSON array of {"role", "content"}
+messages (system first if at all, then user, assistant with "tool_calls", and
+tool with "tool_call_id"), every call answered, ending with a user message or tool
+results. A history that breaks these rules is refused with exit 2, nothing stored.
+The run is a conversation: send the user's next message with stepwise say.
+
 ` + jsonStatusHelp}
 	c.run = func(e *env, args []string) int {
 		fs := e.flags(c)
@@ -29,6 +37,7 @@ stored). The agent file may be at most 1 MiB.
 		asJSON := fs.Bool("json", false, "print one JSON object: run_id, status, answer, tools_used, sources, pending_tool_calls, steps, error, reason, retry_at, in_doubt_calls")
 		script := fs.String("script", "", "answer the primary model from this JSONL script instead of the agent's model (a path relative to the current directory)")
 		quiet := fs.Bool("quiet", false, "no progress on stderr")
+		messages := fs.String("messages", "", "start from this message history (OpenAI chat format, a JSON array; - for stdin) instead of an input")
 		pos, code := e.parse(c, fs, args, 1, 2)
 		if code >= 0 {
 			return code
@@ -38,8 +47,23 @@ stored). The agent file may be at most 1 MiB.
 			return code
 		}
 		var input string
+		var req core.Request
 		maxInput := int64(shell.InputLimit(spec.Config))
-		if len(pos) == 2 {
+		if *messages != "" {
+			if len(pos) == 2 {
+				fmt.Fprintf(e.stderr, "stepwise run: give an INPUT or --messages, not both\n")
+				return exitUsage
+			}
+			b, err := e.readBounded(*messages, "the message history", maxInput)
+			if err != nil {
+				fmt.Fprintf(e.stderr, "stepwise run: --messages: %v\n", err)
+				return exitUsage
+			}
+			if req.Messages, err = shell.ParseHistory(b); err != nil {
+				fmt.Fprintf(e.stderr, "stepwise run: --messages: %v\n", err)
+				return exitUsage
+			}
+		} else if len(pos) == 2 {
 			input = pos[1]
 			if int64(len(input)) > maxInput {
 				fmt.Fprintf(e.stderr, "stepwise run: %v\n", &tooLargeError{what: "the input", size: int64(len(input)), limit: maxInput})
@@ -56,7 +80,7 @@ stored). The agent file may be at most 1 MiB.
 			}
 			input = string(b)
 		}
-		if input = strings.TrimSpace(input); input == "" {
+		if input = strings.TrimSpace(input); input == "" && req.Messages == nil {
 			fmt.Fprintf(e.stderr, "stepwise run: the input is empty; give it as an argument or on stdin\n")
 			return exitUsage
 		}
@@ -78,7 +102,10 @@ stored). The agent file may be at most 1 MiB.
 		if code >= 0 {
 			return code
 		}
-		out, err := r.Start(ctx, ag, input)
+		if req.Messages == nil {
+			req.Input = input
+		}
+		out, err := r.StartFrom(ctx, ag, req)
 		if err != nil {
 			return e.runErr(c.name, err)
 		}
