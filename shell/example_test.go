@@ -132,3 +132,65 @@ func ExampleRunner_Submit() {
 	// call_1 approve_refund({"amount":42})
 	// completed Your refund of $42 is approved.
 }
+
+// A run is a conversation: once it answered, Say sends the user's next
+// message, and the run goes on in the same log, the model seeing the whole
+// conversation. Each Say here drives the turn to its answer; the script
+// numbers the conversation's model calls from its start.
+func ExampleRunner_Say() {
+	find := shell.NewTool("weather", "The weather in a city", func(ctx context.Context, a struct {
+		City string `json:"city"`
+	}) (string, error) {
+		return map[string]string{"Oslo": "rain, 7 C", "Rome": "sun, 21 C"}[a.City], nil
+	})
+	reg := shell.NewRegistry()
+	if err := reg.Internal(find, nil); err != nil {
+		fmt.Println(err)
+		return
+	}
+	cfg := core.DefaultConfig()
+	cfg.Name = "weather"
+	ag, err := reg.Agent(cfg)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	model, _ := script.Parse(strings.NewReader(`{"tool_calls":[{"id":"c1","name":"weather","arguments":{"city":"Oslo"}}]}
+{"text":"Rain in Oslo, 7 C."}
+{"tool_calls":[{"id":"c2","name":"weather","arguments":{"city":"Rome"}}]}
+{"text":"Sunny in Rome, 21 C: warmer than Oslo."}
+{"text":"Rome: you asked about Oslo and Rome."}`), "weather.jsonl")
+	ag.Models[core.Primary] = model
+
+	dir, _ := os.MkdirTemp("", "stepwise-example-")
+	defer os.RemoveAll(dir)
+	db, err := sqlite.Open(filepath.Join(dir, "runs.db"), nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer db.Close()
+	r := shell.NewRunner(db, nil)
+	ctx := context.Background()
+
+	out, err := r.Start(ctx, ag, "Weather in Oslo?")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(out.Status, out.Answer)
+	for _, msg := range []string{"And in Rome?", "Which city was warmer?"} {
+		if out, err = r.Say(ctx, ag, out.RunID, msg); err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Println(out.Status, out.Answer)
+	}
+	info, _ := db.Run(ctx, out.RunID)
+	fmt.Println("turns:", info.Turns, "steps:", info.LastSeq)
+	// Output:
+	// completed Rain in Oslo, 7 C.
+	// completed Sunny in Rome, 21 C: warmer than Oslo.
+	// completed Rome: you asked about Oslo and Rome.
+	// turns: 3 steps: 9
+}

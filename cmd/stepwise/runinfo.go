@@ -58,16 +58,19 @@ type jsonRun struct {
 	Status string `json:"status"`
 	// StoredStatus is the status as stored, when it differs from Status
 	// (a running run whose driver died is shown interrupted).
-	StoredStatus string       `json:"stored_status,omitempty"`
-	Note         string       `json:"note,omitempty"`
-	Steps        int          `json:"steps"`
-	Created      string       `json:"created"`
-	Updated      string       `json:"updated"`
-	Input        string       `json:"input,omitempty"`
-	Answer       string       `json:"answer,omitempty"`
-	Failure      *jsonFailure `json:"failure,omitempty"`
-	Reason       string       `json:"reason,omitempty"`
-	RetryAt      string       `json:"retry_at,omitempty"`
+	StoredStatus string `json:"stored_status,omitempty"`
+	Note         string `json:"note,omitempty"`
+	Steps        int    `json:"steps"`
+	// Turns counts the user messages the run has taken (its input is the
+	// first; see ADR 0032).
+	Turns   int          `json:"turns"`
+	Created string       `json:"created"`
+	Updated string       `json:"updated"`
+	Input   string       `json:"input,omitempty"`
+	Answer  string       `json:"answer,omitempty"`
+	Failure *jsonFailure `json:"failure,omitempty"`
+	Reason  string       `json:"reason,omitempty"`
+	RetryAt string       `json:"retry_at,omitempty"`
 	// StallAttempts is the run's stall count in a row (0: it has not
 	// stalled since it last made progress).
 	StallAttempts int         `json:"stall_attempts,omitempty"`
@@ -104,7 +107,7 @@ func pendingJSON(st core.State) []jsonCall {
 
 func runJSON(ri store.RunInfo, now time.Time, withInput bool) jsonRun {
 	status, note := shownStatus(ri, now)
-	j := jsonRun{ID: ri.ID, Agent: ri.Agent, Status: string(status), Note: note, Steps: ri.LastSeq,
+	j := jsonRun{ID: ri.ID, Agent: ri.Agent, Status: string(status), Note: note, Steps: ri.LastSeq, Turns: ri.Turns,
 		Created: ri.Created.UTC().Format(time.RFC3339Nano), Updated: ri.Updated.UTC().Format(time.RFC3339Nano),
 		Answer: ri.Answer, Reason: ri.Reason, StallAttempts: ri.StallAttempts, ParentID: ri.ParentID, ParentStep: ri.ParentStep, Holder: holderJSON(ri.Lease, now), Pending: []jsonCall{}}
 	if status != ri.Status {

@@ -101,7 +101,11 @@ the next step's result.
 			fmt.Fprintf(e.stdout, "taken over: %s\n", to)
 		}
 		fmt.Fprintf(e.stdout, "input: %s\n\n", oneLine(info.Input))
-		for _, s := range tl.steps {
+		for i, s := range tl.steps {
+			if tl.turn > 1 && (i == 0 || s.Turn != tl.steps[i-1].Turn) {
+				// A conversation: its steps grouped by user turn.
+				fmt.Fprintf(e.stdout, "── turn %d\n", s.Turn)
+			}
 			showBrief(e, s, tl.ended)
 		}
 		fmt.Fprintf(e.stdout, "\n%s  %s  tokens %d+%d\n", plural(tl.lastSeq(), "step"), core.DescribeState(tl.last), tl.last.Counters.PromptTokens, tl.last.Counters.CompletionTokens)
@@ -149,7 +153,10 @@ type jsonTokens struct {
 // performing that action cost: the time from its checkpoint to the next
 // step's and the tokens of the reply it got.
 type jsonStepBrief struct {
-	Seq        int         `json:"seq"`
+	Seq int `json:"seq"`
+	// Turn is the user turn the step belongs to: 1 from the start, and
+	// one more at each step whose result is a user message (ADR 0032).
+	Turn       int         `json:"turn"`
 	Created    string      `json:"created"`
 	Result     string      `json:"result,omitempty"`
 	Action     string      `json:"action,omitempty"`
@@ -166,6 +173,12 @@ type timelineOf struct {
 	steps []jsonStepBrief
 	last  core.State
 	ended bool
+	turn  int
+}
+
+func isUserMessage(r core.Result) bool {
+	_, ok := r.(core.UserMessage)
+	return ok
 }
 
 // lastSeq is the seq of the timeline's last step: the run's number of steps.
@@ -218,6 +231,13 @@ func timeline(ctx context.Context, st store.Store, runID string) (timelineOf, er
 		if rec.Result != nil {
 			s.Result = core.DescribeResult(rec.Result)
 		}
+		switch {
+		case rec.Seq == 0:
+			tl.turn = rec.State.UserTurns()
+		case isUserMessage(rec.Result):
+			tl.turn++
+		}
+		s.Turn = tl.turn
 		if n := len(tl.steps); n > 0 {
 			p := &tl.steps[n-1]
 			ms := float64(rec.Created.Sub(prev)) / float64(time.Millisecond)
