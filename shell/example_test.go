@@ -159,7 +159,7 @@ func ExampleRunner_Say() {
 {"text":"Rain in Oslo, 7 C."}
 {"tool_calls":[{"id":"c2","name":"weather","arguments":{"city":"Rome"}}]}
 {"text":"Sunny in Rome, 21 C: warmer than Oslo."}
-{"text":"Rome: you asked about Oslo and Rome."}`), "weather.jsonl")
+{"text":"Rome was warmer."}`), "weather.jsonl")
 	ag.Models[core.Primary] = model
 
 	dir, _ := os.MkdirTemp("", "stepwise-example-")
@@ -191,6 +191,6 @@ func ExampleRunner_Say() {
 	// Output:
 	// completed Rain in Oslo, 7 C.
 	// completed Sunny in Rome, 21 C: warmer than Oslo.
-	// completed Rome: you asked about Oslo and Rome.
+	// completed Rome was warmer.
 	// turns: 3 steps: 9
 }
