@@ -340,8 +340,8 @@ func (r *Runner) fork(ctx context.Context, ag *Agent, runID string, seq int, res
 	if err != nil {
 		return Outcome{}, fmt.Errorf("fork %s at step %d: %w", runID, seq, err)
 	}
-	if rec.State.Done() {
-		return Outcome{}, fmt.Errorf("fork %s at step %d: %w there; fork at an earlier step", runID, seq, ErrRunEnded)
+	if _, msg := res.(core.UserMessage); rec.State.Done() && !(msg && rec.State.Phase == core.PhaseDone) {
+		return Outcome{}, fmt.Errorf("fork %s at step %d: %w there; fork at an earlier step, or with another user message where a turn was answered", runID, seq, ErrRunEnded)
 	}
 	cur := &cursor{id: r.opts.NewID(), st: rec.State, handOff: handOff}
 	if res != nil {

@@ -14,8 +14,11 @@ func init() {
 	c := &command{name: "fork", args: "RUN_ID --at STEP [--result FILE] [--script FILE] [--agent AGENT.toml]", summary: "start a new run from a step of a recorded run",
 		help: `Starts a new run from the state at STEP of RUN_ID, then continues live.
 With --result, STEP's request gets that result instead of being performed again:
-a model reply {"text": "...", "tool_calls": [{"id", "name", "arguments"}]} or tool
-results [{"tool_call_id": ..., "result": ...}]. With --script, the new run's model
+a model reply {"text": "...", "tool_calls": [{"id", "name", "arguments"}]}, tool
+results [{"tool_call_id": ..., "result": ...}], or another user message
+{"role": "user", "content": "..."}: at a step where a turn was answered, the fork
+goes on with that message instead of the one the user sent next (a conversation
+can be forked at any step of any turn). With --script, the new run's model
 calls are answered from the script, starting at its first line. With --agent, the
 new run is driven by that agent file instead of the recorded one.
 
@@ -112,6 +115,16 @@ func parseForkResult(data []byte) (core.Result, error) {
 			return nil, fmt.Errorf("not_run answers in-doubt calls (stepwise resume --results); a fork needs results")
 		}
 		return core.ToolResults{Results: ans.Results}, nil
+	}
+	var msg struct {
+		Role    core.Role `json:"role"`
+		Content string    `json:"content"`
+	}
+	if json.Unmarshal(data, &msg) == nil && msg.Role != "" {
+		if msg.Role != core.RoleUser {
+			return nil, fmt.Errorf("a message to fork with is the user's: want {\"role\": \"user\", \"content\": \"...\"}, not role %q", msg.Role)
+		}
+		return core.UserMessage{Content: msg.Content}, nil
 	}
 	var reply struct {
 		Text      string `json:"text"`
