@@ -13,12 +13,13 @@ const (
 	// DurabilityCritical, the default: the commits that carry a promise
 	// survive a power loss (a run's creation, the intent written before a
 	// non-idempotent call and its outcome, a pause, a stall, a run's end, a
-	// cancel request, an import), and the others are not synced on their
-	// own: a running run's step, whose loss only repeats an idempotent
-	// step; a lease, whose holders on this machine a power loss kills; a
-	// cache entry (each synced commit makes everything before it durable
-	// too). On SQLite, FULL for the first kind and NORMAL for the second;
-	// PostgreSQL is full.
+	// cancel request, a posted message, an import), and the others are not
+	// synced on their own: a running run's step, whose loss only repeats
+	// an idempotent step (or a message's delivery: the message stays in
+	// the inbox until the step that folds it in); a lease, whose holders
+	// on this machine a power loss kills; a cache entry (each synced
+	// commit makes everything before it durable too). On SQLite, FULL for
+	// the first kind and NORMAL for the second; PostgreSQL is full.
 	DurabilityCritical Durability = "critical"
 	// DurabilityFull: a committed write survives a power loss (SQLite's
 	// synchronous=FULL: the WAL is synced at every commit; PostgreSQL's

@@ -32,6 +32,8 @@ func (nullStore) Claim(context.Context, store.LeaseRequest) (store.Lease, error)
 func (nullStore) Checkpoint(context.Context, store.Lease, store.Checkpoint) error        { return nil }
 func (nullStore) SetStatus(context.Context, store.Lease, store.StatusChange) error       { return nil }
 func (nullStore) RequestCancel(context.Context, string, string) error                    { return errNull }
+func (nullStore) PostMessage(context.Context, string, string) (int, error)               { return 0, errNull }
+func (nullStore) Inbox(context.Context, string) ([]store.InboxMessage, error)            { return nil, nil }
 func (nullStore) ChangeAgent(context.Context, store.Lease, []byte) error                 { return nil }
 func (nullStore) RecordIntent(context.Context, store.Lease, int, core.ToolCall) error    { return nil }
 func (nullStore) RecordOutcome(context.Context, store.Lease, int, core.ToolResult) error { return nil }

@@ -25,11 +25,13 @@ var errStaleTail = errors.New("the run's remembered tail is stale")
 
 // Checkpoint appends a step to a run (see store.Runs). The common
 // checkpoint (this store wrote the run's last step, the status stays, no
-// segment closes, no new tool list) is one fenced INSERT in autocommit:
-// one round trip. Any other is one pipelined batch (one round trip, one
-// implicit transaction) of fenced statements: the step, the run's status,
-// the segment it closes, a new tool list; preceded, when this store does
-// not know the run's tail, by one read of it.
+// segment closes, no new tool list, no user message) is one fenced INSERT
+// in autocommit: one round trip. Any other is one pipelined batch (one
+// round trip, one implicit transaction) of fenced statements: the step,
+// the run's row (status, turns), the segment it closes, a new tool list;
+// preceded, when this store does not know the run's tail, by one read of
+// it. A step that delivers an inbox message sends the batch with BEGIN and
+// the message's removal, and commits in a second round trip.
 func (s *Postgres) Checkpoint(ctx context.Context, l store.Lease, cp store.Checkpoint) error {
 	runID := l.RunID
 	if err := codec.CheckCheckpoint(cp); err != nil {
@@ -76,8 +78,8 @@ func (s *Postgres) checkpoint(ctx context.Context, l store.Lease, cp store.Check
 		}
 		readBack = codec.ClosesSegment(cp.Seq)
 	}
-	if t.Status.Ended() {
-		return fmt.Errorf("%w (%s at step %d)", store.ErrEnded, t.Status, t.Seq)
+	if err := codec.Ended(t.Status, t.Seq, cp); err != nil {
+		return err
 	}
 	if cp.Seq != t.Seq+1 {
 		return fmt.Errorf("%w: seq %d, want %d", store.ErrSeq, cp.Seq, t.Seq+1)
@@ -115,47 +117,103 @@ func (s *Postgres) checkpoint(ctx context.Context, l store.Lease, cp store.Check
 		return lostOrMissing(ctx, s.pool, l)
 	}
 	args := stepArgs(&row, t.RK, l.Token, l.Owner)
-	if status == t.Status && seg == nil && row.NewTools == nil {
+	turn := codec.TakesTurn(cp)
+	if status == t.Status && seg == nil && row.NewTools == nil && !turn {
 		// The common checkpoint: one statement, atomic by itself.
 		ct, err := s.pool.Exec(ctx, fencedInsertStepSQL, args...)
 		if err = s.inserted(ctx, l, ct.RowsAffected(), err, retried); err != nil {
 			return err
 		}
 	} else {
-		b := &pgx.Batch{}
-		b.Queue(fencedInsertStepSQL, args...)
-		// The statements after the step's are conditional on the same
-		// lease. The step's insert holds the run's row (FOR SHARE) until
-		// the batch's transaction ends, so they see the lease it saw:
-		// all of them write, or none.
-		if status != t.Status {
-			var answer, reason string
-			var code core.FailCode
-			switch a := cp.Action.(type) {
-			case core.Complete:
-				answer = a.Answer
-			case core.Fail:
-				code, reason = a.Code, a.Reason
+		// A user message begins a turn: it updates the run as a change
+		// of status does, whether or not the status changes.
+		update := status != t.Status || turn
+		queue := func(b *pgx.Batch) {
+			b.Queue(fencedInsertStepSQL, args...)
+			// The statements after the step's are conditional on the
+			// same lease. The step's insert holds the run's row (FOR
+			// SHARE) until the transaction ends, so they see the lease it
+			// saw: all of them write, or none. The delivery is not
+			// conditional: it runs in a transaction that commits only
+			// when the step and the delivery both wrote.
+			if cp.Delivered > 0 {
+				b.Queue(`DELETE FROM inbox WHERE rk = $1 AND n = $2 AND n = (SELECT min(n) FROM inbox WHERE rk = $1)`, t.RK, int64(cp.Delivered))
 			}
-			b.Queue(`UPDATE runs SET status = $1, updated_ns = $2, answer = $3, fail_code = $4, reason = $5, retry_ns = 0, stall_attempts = 0
-				WHERE rk = $6 AND lease_token = $7 AND lease_owner = $8`,
-				string(status), row.Created, []byte(answer), string(code), []byte(reason), t.RK, l.Token, l.Owner)
+			if update {
+				var answer, reason string
+				var code core.FailCode
+				switch a := cp.Action.(type) {
+				case core.Complete:
+					answer = a.Answer
+				case core.Fail:
+					code, reason = a.Code, a.Reason
+				}
+				// A message posted meanwhile is not left on a completed
+				// run: the run stays running, for its driver to take it.
+				// The post holds the run's row FOR UPDATE while it
+				// writes, so this statement sees the message or the post
+				// sees the run completed.
+				set := `$1`
+				if status == store.StatusCompleted {
+					set = `CASE WHEN EXISTS (SELECT 1 FROM inbox WHERE rk = $6) THEN 'running' ELSE $1 END`
+				}
+				var turns int64
+				if turn {
+					turns = 1
+				}
+				b.Queue(`UPDATE runs SET status = `+set+`, updated_ns = $2, answer = $3, fail_code = $4, reason = $5, retry_ns = 0, stall_attempts = 0,
+					turns = turns + $9 WHERE rk = $6 AND lease_token = $7 AND lease_owner = $8 RETURNING status`,
+					string(status), row.Created, []byte(answer), string(code), []byte(reason), t.RK, l.Token, l.Owner, turns)
+			}
+			if seg != nil {
+				b.Queue(`INSERT INTO segments (rk, seq_from, seq_to, first, n, body, sum)
+					SELECT $1, $2, $3, $4, $5, $6, $7 FROM runs WHERE rk = $1 AND lease_token = $8 AND lease_owner = $9`,
+					t.RK, int64(seg.From), int64(seg.To), int64(seg.First), int64(seg.N), seg.Body, seg.Sum, l.Token, l.Owner)
+			}
+			if row.NewTools != nil {
+				b.Queue(`INSERT INTO tool_lists (digest, body) SELECT $1, $2 FROM runs WHERE rk = $3 AND lease_token = $4 AND lease_owner = $5
+					ON CONFLICT (digest) DO NOTHING`, row.Tools, row.NewTools, t.RK, l.Token, l.Owner)
+			}
 		}
-		if seg != nil {
-			b.Queue(`INSERT INTO segments (rk, seq_from, seq_to, first, n, body, sum)
-				SELECT $1, $2, $3, $4, $5, $6, $7 FROM runs WHERE rk = $1 AND lease_token = $8 AND lease_owner = $9`,
-				t.RK, int64(seg.From), int64(seg.To), int64(seg.First), int64(seg.N), seg.Body, seg.Sum, l.Token, l.Owner)
+		read := func(br pgx.BatchResults) error {
+			ct, err := br.Exec()
+			if err != nil || ct.RowsAffected() != 1 {
+				return notInserted{ct.RowsAffected(), err}
+			}
+			if cp.Delivered > 0 {
+				ct, err := br.Exec()
+				switch {
+				case err != nil:
+					return fmt.Errorf("deliver message %d: %w", cp.Delivered, err)
+				case ct.RowsAffected() != 1:
+					return fmt.Errorf("deliver message %d: %w: it is not the oldest message waiting in the inbox", cp.Delivered, store.ErrConflict)
+				}
+			}
+			if update {
+				var st string
+				if err := br.QueryRow().Scan(&st); err != nil {
+					return fmt.Errorf("update run: %w", err)
+				}
+				status = store.Status(st)
+			}
+			return nil
 		}
-		if row.NewTools != nil {
-			b.Queue(`INSERT INTO tool_lists (digest, body) SELECT $1, $2 FROM runs WHERE rk = $3 AND lease_token = $4 AND lease_owner = $5
-				ON CONFLICT (digest) DO NOTHING`, row.Tools, row.NewTools, t.RK, l.Token, l.Owner)
+		var err error
+		if cp.Delivered > 0 {
+			err = s.inTx(ctx, "", pgx.TxOptions{}, queue, func(br pgx.BatchResults, _ pgx.Tx) error { return read(br) })
+		} else {
+			b := &pgx.Batch{}
+			queue(b)
+			br := s.pool.SendBatch(ctx, b)
+			err = read(br)
+			if cerr := br.Close(); err == nil && cerr != nil {
+				err = notInserted{1, cerr}
+			}
 		}
-		br := s.pool.SendBatch(ctx, b)
-		ct, err := br.Exec()
-		if cerr := br.Close(); err == nil {
-			err = cerr
+		if ni, ok := errors.AsType[notInserted](err); ok {
+			err = s.inserted(ctx, l, ni.n, ni.err, retried)
 		}
-		if err = s.inserted(ctx, l, ct.RowsAffected(), err, retried); err != nil {
+		if err != nil {
 			return err
 		}
 		if row.NewTools != nil {
@@ -165,6 +223,21 @@ func (s *Postgres) checkpoint(ctx context.Context, l store.Lease, cp store.Check
 	s.cache.SetOpenSegment(t.RK, open)
 	s.cache.SetTail(runID, row.Tail(t.RK, status))
 	return nil
+}
+
+// notInserted is the outcome of a fenced step insert that failed, or
+// inserted n rows but one, for inserted to interpret once the batch is
+// closed.
+type notInserted struct {
+	n   int64
+	err error
+}
+
+func (e notInserted) Error() string {
+	if e.err != nil {
+		return e.err.Error()
+	}
+	return fmt.Sprintf("%d steps inserted", e.n)
 }
 
 // inserted interprets the outcome of a fenced step insert: a step already

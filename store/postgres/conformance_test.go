@@ -57,7 +57,7 @@ func Harness() storetest.Harness {
 			s := st.(*Postgres)
 			var b bytes.Buffer
 			for _, table := range []string{"runs ORDER BY rk", "steps ORDER BY rk, seq", "segments ORDER BY rk, seq_from", "intents ORDER BY ord",
-				"agent_changes ORDER BY ord", "tool_lists ORDER BY digest", "tool_cache ORDER BY key"} {
+				"agent_changes ORDER BY ord", "tool_lists ORDER BY digest", "tool_cache ORDER BY key", "inbox ORDER BY rk, n"} {
 				rows, err := s.pool.Query(context.Background(), `SELECT * FROM `+table)
 				if err != nil {
 					t.Fatal(err)
@@ -124,6 +124,8 @@ func damage(t *testing.T, st store.Store, d storetest.Damage) {
 		exec(t, s, `DELETE FROM tool_lists`)
 	case storetest.DamageToolCache:
 		flip(t, s, "tool_cache", "result", fmt.Sprintf("key = '%s'", d.Key), d.At)
+	case storetest.DamageInbox:
+		flip(t, s, "inbox", "content", fmt.Sprintf("rk = %d AND n = %d", rk, d.Seq), d.At)
 	case storetest.ResealStep:
 		var row codec.Row
 		if err := scanStep(s.pool.QueryRow(ctx, `SELECT `+stepColumns+` FROM steps s WHERE rk = $1 AND seq = $2`, rk, d.Seq), &row); err != nil {

@@ -24,12 +24,15 @@
 //	               parent, retry_ns, stall_attempts, lease_owner, lease_token,
 //	               lease_expires_ns (by the server's clock: expiry is judged in
 //	               SQL, never by a client's), cancel_reason, takeovers (forced
-//	               take-overs, a line each)
+//	               take-overs, a line each), turns (RunInfo.Turns), inbox_n
+//	               (the last number given to a posted message)
 //	steps          (rk, seq) primary key, created_ns, msg_count, msg_sum, body, sum
 //	segments       (rk, seq_from) primary key, seq_to, first, n, body, sum
 //	intents        ord (identity: recorded order), rk, seq, call_id, tool, args,
 //	               started_ns, result, completed_ns, sum; unique (rk, seq, call_id)
 //	agent_changes  ord, rk, seq, created_ns, config, sum
+//	inbox          (rk, n) primary key, content, posted_ns, sum: the user
+//	               messages posted to a run (PostMessage) and not folded in
 //	tool_lists     digest (SHA-256) primary key, body
 //	mem_*          entities (with their full-text fields), observations, relations,
 //	               and the totals BM25 needs
@@ -56,7 +59,8 @@
 //     (storetest's FenceHoldsAgainstAcquire fails that way). The primary key
 //     (rk, seq) is the last fence: a second writer's step is store.ErrSeq.
 //   - The common checkpoint (the run's tail known from the store's cache,
-//     the status unchanged, no segment to close, no new tool list) is that
+//     the status unchanged, no segment to close, no new tool list, no
+//     user message) is that
 //     one statement in autocommit: one round trip. Any other checkpoint is
 //     one pipelined batch (one round trip, one implicit transaction): the
 //     step, then the run's status, the closed segment and a new tool list,
@@ -64,6 +68,17 @@
 //     does. A checkpoint whose tail this store does not know first reads
 //     it, with the lease, in one round trip (and with it, when the step
 //     closes a segment that is not in memory, the steps to build it from).
+//   - A checkpoint that delivers an inbox message (Checkpoint.Delivered)
+//     sends the same statements with BEGIN, and a DELETE of the message
+//     that must remove the oldest waiting, and commits (a second round
+//     trip) only when the step and the delivery both wrote. One whose
+//     result is a core.UserMessage also counts a turn in the run's row;
+//     one that completes the run sets the status with a CASE over the
+//     inbox (running while it holds a message) and reads it back
+//     (RETURNING). PostMessage reads the run's row FOR UPDATE, so racing
+//     posts take the run's counter in turn and a post and a checkpoint
+//     serialize: the step insert's FOR SHARE waits for the post, or the
+//     post for the checkpoint.
 //   - SetStatus, Renew and Release are one conditional UPDATE each. Intents,
 //     outcomes and retractions read the run's row FOR SHARE with BEGIN (one
 //     round trip), check the lease and the step, and write. ChangeAgent

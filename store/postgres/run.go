@@ -54,7 +54,7 @@ func (s *Postgres) CreateRun(ctx context.Context, r store.NewRun) (store.Lease, 
 		rec := codec.RunRow{
 			ID: r.ID, Agent: r.Agent, ConfigHash: r.ConfigHash, Config: r.Config, Input: r.Input,
 			Status: store.StatusRunning, Created: now, Updated: now, ParentID: r.ParentID, ParentStep: r.ParentStep,
-			Lease: lease,
+			Lease: lease, Turns: r.Initial.UserTurns(),
 		}
 		var err error
 		var expires int64
@@ -85,12 +85,12 @@ func insertRun(ctx context.Context, tx pgx.Tx, r codec.RunRow) (rk, expires int6
 		ttl = r.Lease.Expires.UnixNano() - r.Created
 	}
 	err = tx.QueryRow(ctx, `INSERT INTO runs (id, agent, config_hash, config, input, status, created_ns, updated_ns,
-		answer, fail_code, reason, parent_id, parent_step, retry_ns, lease_owner, lease_token, lease_expires_ns)
+		answer, fail_code, reason, parent_id, parent_step, retry_ns, lease_owner, lease_token, lease_expires_ns, turns)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,
-			CASE WHEN $15 = '' THEN 0 ELSE `+serverNowNs+` + $17::bigint END) RETURNING rk, lease_expires_ns`,
+			CASE WHEN $15 = '' THEN 0 ELSE `+serverNowNs+` + $17::bigint END, $18) RETURNING rk, lease_expires_ns`,
 		r.ID, r.Agent, r.ConfigHash, nonNil(r.Config), []byte(r.Input), string(r.Status), r.Created, r.Updated,
 		[]byte(r.Answer), string(r.FailCode), []byte(r.Reason), r.ParentID, int64(r.ParentStep), r.Retry,
-		r.Lease.Owner, r.Lease.Token, ttl).Scan(&rk, &expires)
+		r.Lease.Owner, r.Lease.Token, ttl, int64(r.Turns)).Scan(&rk, &expires)
 	if uniqueViolation(err, "runs_id_key") {
 		return 0, 0, fmt.Errorf("run %s: %w", r.ID, store.ErrExists)
 	}
@@ -107,7 +107,7 @@ const runSelect = `SELECT r.id, r.agent, r.config_hash,
 	` + currentConfig + `,
 	r.input, r.status, r.created_ns, greatest(r.updated_ns, s.created_ns),
 	r.answer, r.fail_code, r.reason, r.parent_id, r.parent_step, s.seq,
-	r.retry_ns, r.lease_owner, r.lease_token, r.lease_expires_ns, r.config, r.cancel_reason, r.stall_attempts, r.takeovers
+	r.retry_ns, r.lease_owner, r.lease_token, r.lease_expires_ns, r.config, r.cancel_reason, r.stall_attempts, r.takeovers, r.turns
 	FROM runs r` + lastStepJoin
 
 // currentConfig is the column of RunInfo.Config (RunInfo.StartConfig is
@@ -123,10 +123,10 @@ func scanRun(sc interface{ Scan(...any) error }) (store.RunInfo, error) {
 	var status, failCode string
 	var input, answer, reason, cancel []byte
 	var takeovers string
-	var created, updated, retry, expires, parentStep, lastSeq, stalls int64
+	var created, updated, retry, expires, parentStep, lastSeq, stalls, turns int64
 	err := sc.Scan(&ri.ID, &ri.Agent, &ri.ConfigHash, &ri.Config, &input, &status, &created, &updated,
 		&answer, &failCode, &reason, &ri.ParentID, &parentStep, &lastSeq,
-		&retry, &ri.Lease.Owner, &ri.Lease.Token, &expires, &ri.StartConfig, &cancel, &stalls, &takeovers)
+		&retry, &ri.Lease.Owner, &ri.Lease.Token, &expires, &ri.StartConfig, &cancel, &stalls, &takeovers, &turns)
 	if err != nil {
 		return store.RunInfo{}, err
 	}
@@ -134,7 +134,7 @@ func scanRun(sc interface{ Scan(...any) error }) (store.RunInfo, error) {
 	ri.Input, ri.Answer, ri.Reason, ri.CancelReason = string(input), string(answer), string(reason), string(cancel)
 	ri.Status, ri.FailCode = store.Status(status), core.FailCode(failCode)
 	ri.Created, ri.Updated = fromNs(created), fromNs(updated)
-	ri.ParentStep, ri.LastSeq, ri.StallAttempts = int(parentStep), int(lastSeq), int(stalls)
+	ri.ParentStep, ri.LastSeq, ri.StallAttempts, ri.Turns = int(parentStep), int(lastSeq), int(stalls), int(turns)
 	ri.Steps = ri.LastSeq + 1
 	ri.Lease.RunID = ri.ID
 	if ri.Lease.Owner != "" {

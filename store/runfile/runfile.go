@@ -50,7 +50,7 @@ func Read(r io.Reader) (*File, error) {
 		ID: id, Agent: p.Run.Agent, ConfigHash: p.Run.ConfigHash, Config: p.Run.Config, StartConfig: p.Run.Config,
 		Input: p.Run.Input, Status: p.Run.Status, Created: codec.FromNs(p.Run.Created), Updated: codec.FromNs(p.Run.Updated),
 		Answer: p.Run.Answer, FailCode: p.Run.FailCode, Reason: p.Run.Reason, ParentID: p.Run.ParentID, ParentStep: p.Run.ParentStep,
-		LastSeq: p.Run.LastSeq, Steps: p.Run.LastSeq + 1,
+		LastSeq: p.Run.LastSeq, Steps: p.Run.LastSeq + 1, Turns: p.Run.Turns,
 	}}
 	for _, c := range p.Changes {
 		f.Changes = append(f.Changes, store.AgentChange{Seq: c.Seq, Created: codec.FromNs(c.Created), Config: c.Config})

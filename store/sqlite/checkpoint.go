@@ -34,13 +34,14 @@ func (s *SQLite) Checkpoint(ctx context.Context, l store.Lease, cp store.Checkpo
 	var open *codec.OpenSegment
 	var err error
 	t, ok := s.cache.Tail(runID)
-	if ok && t.Seq == cp.Seq-1 && t.Status == status && !status.Ended() && !codec.ClosesSegment(cp.Seq) {
+	if ok && t.Seq == cp.Seq-1 && t.Status == status && !status.Ended() && !codec.ClosesSegment(cp.Seq) && !codec.TakesTurn(cp) {
 		// The common checkpoint: this store wrote the step before, the
-		// status stays, no segment closes. It is one insert, at the
-		// driver level, committed alone or with the writes that arrive
-		// meanwhile (batch.go); the row is built before. A model call
-		// whose tool list this store does not hold yet takes the
-		// general path.
+		// status stays, no segment closes, no user message (which counts
+		// a turn, and may be delivered from the inbox). It is one
+		// insert, at the driver level, committed alone or with the
+		// writes that arrive meanwhile (batch.go); the row is built
+		// before. A model call whose tool list this store does not hold
+		// yet takes the general path.
 		r := getWriteReq()
 		var spare []byte
 		r.row, spare, err = codec.Build(r.buf, r.spare, t, cp, s.now().UnixNano(), &s.tools)
@@ -103,8 +104,8 @@ func (s *SQLite) appendStep(ctx context.Context, tx *wtx, l store.Lease, cp stor
 			return after, nil, store.LeaseLost(l, owner, token)
 		}
 	}
-	if t.Status.Ended() {
-		return after, nil, fmt.Errorf("%w (%s at step %d)", store.ErrEnded, t.Status, t.Seq)
+	if err := codec.Ended(t.Status, t.Seq, cp); err != nil {
+		return after, nil, err
 	}
 	if cp.Seq != t.Seq+1 {
 		return after, nil, fmt.Errorf("%w: seq %d, want %d", store.ErrSeq, cp.Seq, t.Seq+1)
@@ -124,7 +125,25 @@ func (s *SQLite) appendStep(ctx context.Context, tx *wtx, l store.Lease, cp stor
 	if err := tx.insertFenced(ctx, &row, t.RK, l); err != nil {
 		return after, nil, insertStepErr(err)
 	}
-	if status != t.Status {
+	if cp.Delivered > 0 {
+		if err := deliver(ctx, tx, t.RK, cp.Delivered); err != nil {
+			return after, nil, err
+		}
+	}
+	if status == store.StatusCompleted {
+		// A message posted meanwhile is not left on a completed run:
+		// the run stays running, for its driver to take it.
+		wait, err := waiting(ctx, tx, t.RK)
+		if err != nil {
+			return after, nil, err
+		}
+		if wait {
+			status = store.StatusRunning
+		}
+	}
+	// A user message begins a turn: it updates the run as a change of
+	// status does, whether or not the status changes.
+	if turn := codec.TakesTurn(cp); status != t.Status || turn {
 		var answer, reason string
 		var code core.FailCode
 		switch a := cp.Action.(type) {
@@ -133,8 +152,13 @@ func (s *SQLite) appendStep(ctx context.Context, tx *wtx, l store.Lease, cp stor
 		case core.Fail:
 			code, reason = a.Code, a.Reason
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, updated_ns = ?, answer = ?, fail_code = ?, reason = ?, retry_ns = 0, stall_attempts = 0 WHERE rk = ?`,
-			string(status), row.Created, answer, string(code), reason, t.RK); err != nil {
+		var turns int
+		if turn {
+			turns = 1
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, updated_ns = ?, answer = ?, fail_code = ?, reason = ?, retry_ns = 0, stall_attempts = 0,
+			turns = turns + ? WHERE rk = ?`,
+			string(status), row.Created, answer, string(code), reason, turns, t.RK); err != nil {
 			return after, nil, fmt.Errorf("update run: %w", err)
 		}
 	}

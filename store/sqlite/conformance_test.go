@@ -56,7 +56,7 @@ func Harness() storetest.Harness {
 			s := st.(*SQLite)
 			var b bytes.Buffer
 			for _, table := range []string{"runs ORDER BY rk", "steps ORDER BY id", "segments ORDER BY id", "intents ORDER BY ord",
-				"agent_changes ORDER BY ord", "tool_lists ORDER BY digest", "tool_cache ORDER BY key"} {
+				"agent_changes ORDER BY ord", "tool_lists ORDER BY digest", "tool_cache ORDER BY key", "inbox ORDER BY rk, n"} {
 				rows, err := s.r.Query(`SELECT * FROM ` + table)
 				if err != nil {
 					t.Fatal(err)
@@ -130,6 +130,8 @@ func damage(t *testing.T, st store.Store, d storetest.Damage) {
 		execSQL(t, s, `DELETE FROM tool_lists`)
 	case storetest.DamageToolCache:
 		flip(t, s, "tool_cache", "result", fmt.Sprintf("key = '%s'", d.Key), d.At)
+	case storetest.DamageInbox:
+		flip(t, s, "inbox", "content", fmt.Sprintf("rk = %d AND n = %d", rk, d.Seq), d.At)
 	case storetest.ResealStep:
 		var row codec.Row
 		if err := scanStep(s.w.QueryRow(`SELECT `+stepColumns+` FROM steps s WHERE id = ?`, rowKey(rk, d.Seq)), &row); err != nil {

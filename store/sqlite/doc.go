@@ -34,6 +34,17 @@
 //   - Every record carries a checksum. A record that fails it, or does not
 //     decode, is reported as ErrCorrupt (and core.ErrCorrupt for decoding),
 //     naming the run and step; it is never used.
+//   - A run is a conversation. PostMessage queues a user message in the
+//     run's inbox (table inbox: the run's key, the message's number n,
+//     its content, when it was posted and a checksum), numbered from the
+//     run's counter (runs.inbox_n) in the one write transaction, so racing
+//     posts from any process get different numbers; a post is synced
+//     under SyncCritical, and turns a completed run running. A checkpoint
+//     with Delivered removes that message in its transaction, and only
+//     when it is the oldest waiting (ErrConflict otherwise); one whose
+//     result is a core.UserMessage counts a turn (runs.turns); one that
+//     completes the run while its inbox holds a message leaves it running.
+//     Only these checkpoints read or write the inbox.
 //   - RecordIntent is durable before a tool call runs, RecordOutcome after.
 //     After a crash, Intents tells the calls of a step that completed (an
 //     outcome), that were in flight (an intent only), and, by absence, that

@@ -186,3 +186,42 @@ func TestMigrateCompactSteps(t *testing.T) {
 		}
 	}
 }
+
+// TestMigrateInbox: a run stored before runs were conversations opens
+// with one turn and an empty inbox, and takes messages.
+func TestMigrateInbox(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "v9.db")
+	migrateUpTo = 9
+	old, err := Open(path, nil)
+	migrateUpTo = 0
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.w.Exec(`INSERT INTO runs (rk, id, agent, config_hash, config, input, status, created_ns, updated_ns) VALUES (1, 'r', 'a', '', x'', 'q', 'completed', 1, 1)`); err != nil {
+		t.Fatal(err)
+	}
+	step, err := codec.Initial(synthInitial("r"), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.w.Exec(`INSERT INTO steps (id, rk, seq, created_ns, msg_count, msg_sum, body, sum) VALUES (?, 1, 0, ?, ?, ?, ?, ?)`,
+		rowKey(1, 0), step.Created, step.MsgCount, step.MsgSum, step.Body, codec.StepSum(1, &step)); err != nil {
+		t.Fatal(err)
+	}
+	old.Close()
+	s, err := Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	if ri, err := s.Run(ctx, "r"); err != nil || ri.Turns != 1 {
+		t.Fatalf("a run from before the migration: %+v %v", ri, err)
+	}
+	if n, err := s.PostMessage(ctx, "r", "and now?"); err != nil || n != 1 {
+		t.Fatalf("a message to it: %d %v", n, err)
+	}
+	if ri, err := s.Run(ctx, "r"); err != nil || ri.Status != store.StatusRunning {
+		t.Fatalf("after the message: %+v %v", ri, err)
+	}
+}

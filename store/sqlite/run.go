@@ -51,7 +51,7 @@ func (s *SQLite) CreateRun(ctx context.Context, r store.NewRun) (store.Lease, er
 		rec := codec.RunRow{
 			ID: r.ID, Agent: r.Agent, ConfigHash: r.ConfigHash, Config: r.Config, Input: r.Input,
 			Status: store.StatusRunning, Created: now, Updated: now, ParentID: r.ParentID, ParentStep: r.ParentStep,
-			Lease: lease,
+			Lease: lease, Turns: r.Initial.UserTurns(),
 		}
 		var err error
 		if rk, err = insertRun(ctx, tx, rec); err != nil {
@@ -78,10 +78,10 @@ func insertRun(ctx context.Context, tx dbtx, r codec.RunRow) (int64, error) {
 		expires, ttl = r.Lease.Expires.UnixNano(), r.Lease.Expires.UnixNano()-r.Created
 	}
 	res, err := tx.ExecContext(ctx, `INSERT INTO runs (id, agent, config_hash, config, input, status, created_ns, updated_ns,
-		answer, fail_code, reason, parent_id, parent_step, retry_ns, lease_owner, lease_token, lease_expires_ns, lease_ttl_ns)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		answer, fail_code, reason, parent_id, parent_step, retry_ns, lease_owner, lease_token, lease_expires_ns, lease_ttl_ns, turns)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.ID, r.Agent, r.ConfigHash, r.Config, r.Input, string(r.Status), r.Created, r.Updated,
-		r.Answer, string(r.FailCode), r.Reason, r.ParentID, r.ParentStep, r.Retry, r.Lease.Owner, r.Lease.Token, expires, ttl)
+		r.Answer, string(r.FailCode), r.Reason, r.ParentID, r.ParentStep, r.Retry, r.Lease.Owner, r.Lease.Token, expires, ttl, r.Turns)
 	if err != nil {
 		var se sqlite3.Error
 		if errors.As(err, &se) && se.ExtendedCode == sqlite3.ErrConstraintUnique {
@@ -102,7 +102,7 @@ const runSelect = `SELECT r.id, r.agent, r.config_hash,
 	r.input, r.status, r.created_ns,
 	max(r.updated_ns, (SELECT created_ns FROM steps WHERE id BETWEEN r.rk << 32 AND (r.rk << 32) + 4294967295 ORDER BY id DESC LIMIT 1)),
 	r.answer, r.fail_code, r.reason, r.parent_id, r.parent_step, ` + lastStepID + ` - (r.rk << 32),
-	r.retry_ns, r.lease_owner, r.lease_token, r.lease_expires_ns, r.config, r.cancel_reason, r.stall_attempts, r.takeovers
+	r.retry_ns, r.lease_owner, r.lease_token, r.lease_expires_ns, r.config, r.cancel_reason, r.stall_attempts, r.takeovers, r.turns
 	FROM runs r`
 
 // currentConfig is the column of RunInfo.Config (RunInfo.StartConfig is
@@ -119,7 +119,7 @@ func scanRun(sc interface{ Scan(...any) error }) (store.RunInfo, error) {
 	var created, updated, retry, expires int64
 	err := sc.Scan(&ri.ID, &ri.Agent, &ri.ConfigHash, &ri.Config, &ri.Input, &status, &created, &updated,
 		&ri.Answer, &failCode, &ri.Reason, &ri.ParentID, &ri.ParentStep, &ri.LastSeq,
-		&retry, &ri.Lease.Owner, &ri.Lease.Token, &expires, &ri.StartConfig, &ri.CancelReason, &ri.StallAttempts, &takeovers)
+		&retry, &ri.Lease.Owner, &ri.Lease.Token, &expires, &ri.StartConfig, &ri.CancelReason, &ri.StallAttempts, &takeovers, &ri.Turns)
 	if err != nil {
 		return store.RunInfo{}, err
 	}

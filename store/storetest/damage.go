@@ -18,7 +18,8 @@ type Damage struct {
 	// RunID is the run whose record it is (none for DamageToolCache).
 	RunID string
 	// Seq is the step: of the step row, of the segment's first step, of
-	// the intent or of the agent change.
+	// the intent or of the agent change; for DamageInbox, the message's
+	// number.
 	Seq int
 	// CallID names the intent of DamageIntent.
 	CallID string
@@ -50,6 +51,9 @@ const (
 	DamageToolListsGone DamageKind = "tool lists gone"
 	// DamageToolCache flips a byte of the result of tool cache entry Key.
 	DamageToolCache DamageKind = "tool cache"
+	// DamageInbox flips a byte of the content of message Seq of the
+	// run's inbox (Runs.PostMessage).
+	DamageInbox DamageKind = "inbox"
 	// ResealStep replaces step Seq's state by a CBOR map holding only a
 	// version ({1: 1}: no phase), under a checksum that matches.
 	ResealStep DamageKind = "reseal step"

@@ -28,12 +28,15 @@
 // and a stale tail, intents and outcomes, export/import byte identity and
 // validation, free text (NUL, invalid UTF-8), listing and its cursor,
 // memory (create, traverse, search ranking, concurrent creates),
-// corruption of steps, segments, intents, agent changes, tool lists and
-// the tool cache, concurrency (50 runs through three stores; 8 racing
-// acquirers), claims, cancel requests, the tool cache and its expiry, and
-// that what a step writes does not grow with the run or with the agent's
-// tool list. The runs it writes are synthetic but valid: each state and
-// action is one core could have produced.
+// corruption of steps, segments, intents, agent changes, tool lists,
+// the tool cache and inbox messages, concurrency (50 runs through three stores; 8 racing
+// acquirers), claims, cancel requests, a run's inbox (posted messages,
+// their numbers under racing posts, their delivery by a checkpoint, a
+// completed run woken by a message, a corrupt message) and its turns, the
+// tool cache and its expiry, and that what a step writes does not grow
+// with the run or with the agent's tool list. The runs it writes are
+// synthetic but valid: each state and action is one core could have
+// produced (the inbox cases drive core itself).
 //
 // Across compares two backends' stores: export round trips between them
 // byte for byte, and the same memory search rankings.

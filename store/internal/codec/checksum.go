@@ -109,3 +109,14 @@ func AgentChangeSum(rk int64, seq int, created int64, config []byte) int64 {
 	h.Blob(config)
 	return h.Sum()
 }
+
+// InboxSum is the checksum of an inbox row: message n of run rk, posted at
+// posted (ns).
+func InboxSum(rk int64, n int, posted int64, content string) int64 {
+	var h Summer
+	h.Int(rk)
+	h.Int(int64(n))
+	h.Int(posted)
+	h.Str(content)
+	return h.Sum()
+}

@@ -160,6 +160,9 @@ type RunRow struct {
 	Retry int64
 	// LastSeq is the run's last step (for an export).
 	LastSeq int
+	// Turns is the user turns the run has taken (store.RunInfo.Turns): an
+	// import counts them from its steps, as the file does not carry them.
+	Turns int
 	// Lease is the lease it is created with (none for an import).
 	Lease store.Lease
 }
@@ -399,6 +402,9 @@ func checkImport(id string, f *exportFile) (*ImportPlan, error) {
 			return nil, at("state holds messages; they belong in messages")
 		}
 		state.Messages = log[:len(log):len(log)]
+		if i == 0 {
+			p.Run.Turns = state.UserTurns()
+		}
 		row := Row{Seq: st.Seq, Created: created, MsgCount: st.MessageCount, MsgSum: msgSum,
 			Action: st.Action, Result: st.Result, Head: st.State, Msgs: msgs}
 		if st.Action != nil {
@@ -418,8 +424,12 @@ func checkImport(id string, f *exportFile) (*ImportPlan, error) {
 			}
 		}
 		if st.Result != nil {
-			if _, err := core.DecodeResult(st.Result); err != nil {
+			r, err := core.DecodeResult(st.Result)
+			if err != nil {
 				return nil, at("result: %v", err)
+			}
+			if _, ok := r.(core.UserMessage); ok {
+				p.Run.Turns++
 			}
 		}
 		row.Seal()

@@ -38,7 +38,35 @@ func CheckCheckpoint(cp store.Checkpoint) error {
 	if cp.Action == nil {
 		return ErrNoAction
 	}
+	if cp.Delivered < 0 || cp.Delivered > 0 && !TakesTurn(cp) {
+		return fmt.Errorf("delivered message %d with a result %T: a delivered message is a core.UserMessage", cp.Delivered, cp.Result)
+	}
 	return nil
+}
+
+// TakesTurn reports whether cp's result is a user message: a step that
+// counts a turn (store.RunInfo.Turns) and may fold in a message of the
+// run's inbox.
+func TakesTurn(cp store.Checkpoint) bool {
+	_, ok := cp.Result.(core.UserMessage)
+	return ok
+}
+
+// Ended is the error of a checkpoint of cp on a run whose last step, seq,
+// left it with status (nil when the run goes on). A completed run goes on
+// with a user message (the conversation's next turn) or a cancellation
+// (which closes it); a failed or cancelled run has ended for good.
+func Ended(status store.Status, seq int, cp store.Checkpoint) error {
+	if !status.Ended() {
+		return nil
+	}
+	if status == store.StatusCompleted {
+		switch cp.Result.(type) {
+		case core.UserMessage, core.Cancelled:
+			return nil
+		}
+	}
+	return fmt.Errorf("%w (%s at step %d)", store.ErrEnded, status, seq)
 }
 
 // EncodeHead appends the encoding of st without its messages to dst. It
