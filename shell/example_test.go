@@ -192,5 +192,5 @@ func ExampleRunner_Say() {
 	// completed Rain in Oslo, 7 C.
 	// completed Sunny in Rome, 21 C: warmer than Oslo.
 	// completed Rome was warmer.
-	// turns: 3 steps: 9
+	// turns: 3 steps: 10
 }
