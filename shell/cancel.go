@@ -15,7 +15,7 @@ import (
 // has not yet (see Cancel).
 var ErrCancelRequested = errors.New("cancellation requested; the run's driver ends it at its next step")
 
-// ErrNotCancellable: the run has ended.
+// ErrNotCancellable: the run has ended (failed or cancelled).
 var ErrNotCancellable = errors.New("the run has ended; there is nothing to cancel")
 
 // Cancel ends a run that has not ended, whatever it waits for (a model, a
@@ -36,6 +36,10 @@ var ErrNotCancellable = errors.New("the run has ended; there is nothing to cance
 // returns the run's outcome, or ErrCancelRequested when it has not ended
 // yet (the request stays, and the driver acts on it). ErrNotCancellable
 // when the run had ended before the request.
+//
+// A completed run is a conversation at rest (ADR 0032): Cancel closes it.
+// The run ends cancelled ("the conversation was closed"), its last answer
+// kept, and takes no more messages.
 func (r *Runner) Cancel(ctx context.Context, ag *Agent, runID, reason string) (Outcome, error) {
 	if err := r.check(ag); err != nil {
 		return Outcome{}, err
@@ -96,7 +100,7 @@ func (r *Runner) cancelHeld(ctx context.Context, ag *Agent, runID, reason string
 	if err != nil {
 		return Outcome{}, r.lostOr(h, err)
 	}
-	if cur.st.Done() {
+	if cur.st.Done() && (requested || cur.st.Phase != core.PhaseDone) {
 		if requested {
 			info, err := r.store.Run(ctx, runID)
 			if err != nil {
