@@ -101,7 +101,7 @@ Listing reads no run's agent file.
 			return 0
 		}
 		w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(w, "RUN\tSTATUS\tAGENT\tTURNS\tSTEPS\tAGE\tDRIVEN BY\tNOTE")
+		fmt.Fprintln(w, "RUN\tSTATUS\tAGENT\tSTEPS\tTURNS\tAGE\tDRIVEN BY\tNOTE")
 		for _, r := range shown {
 			s, _ := shownStatus(r, now)
 			holder := "-"
@@ -112,7 +112,7 @@ Listing reads no run's agent file.
 			if note != "" {
 				note += ": " + oneLine(r.Reason)
 			}
-			fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", r.ID, s, r.Agent, r.Turns, r.LastSeq, age(now.Sub(r.Updated)), holder, note)
+			fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", r.ID, s, r.Agent, r.LastSeq, r.Turns, age(now.Sub(r.Updated)), holder, note)
 		}
 		w.Flush()
 		if more {
