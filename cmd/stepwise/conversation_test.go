@@ -192,3 +192,68 @@ func TestMessageWhilePausedIsQueued(t *testing.T) {
 	}
 	want(t, cli(t, db, "", "replay", id), exitCompleted)
 }
+
+// A run starts from an OpenAI-format history: the model sees it whole, the
+// run counts its user messages as turns, and replay starts from it as
+// recorded. A history that breaks the rules is refused, nothing stored.
+func TestRunFromAMessageHistory(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "t.db")
+	script := filepath.Join(t.TempDir(), "s.jsonl")
+	if err := os.WriteFile(script, []byte(`{"text": "From 7 to 10."}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := cli(t, db, "", "run", concierge, "--messages", "testdata/messages/concierge-history.json", "--script", script, "--json")
+	want(t, r, exitCompleted)
+	o := decodeOutcome(t, r)
+	if o.Answer != "From 7 to 10." || o.Steps != 2 {
+		t.Fatalf("run --messages: %+v", o)
+	}
+	step := cli(t, db, "", "show", o.RunID, "--step", "1")
+	want(t, step, 0)
+	for _, s := range []string{"Be brief.", "-> call call_h1 read_file", "The desk lamp is 42.50 EUR.", "Thanks. When is breakfast?"} {
+		if !strings.Contains(step.stdout, s) {
+			t.Errorf("the first model call lacks %q:\n%s", s, step.stdout)
+		}
+	}
+	ls := cli(t, db, "", "ls")
+	if !strings.Contains(ls.stdout, "concierge  2      2  ") {
+		t.Errorf("ls does not show 2 steps and 2 turns:\n%s", ls.stdout)
+	}
+	want(t, cli(t, db, "", "replay", o.RunID), exitCompleted)
+	// The same history from stdin, then a message after it.
+	data, _ := os.ReadFile("../../testdata/messages/concierge-history.json")
+	script2 := filepath.Join(t.TempDir(), "s2.jsonl")
+	if err := os.WriteFile(script2, []byte("{\"text\": \"From 7 to 10.\"}\n{\"text\": \"Yes, on the top floor.\"}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = cli(t, db, string(data), "run", concierge, "--messages", "-", "--script", script2, "--json")
+	want(t, r, exitCompleted)
+	r = cli(t, db, "", "say", decodeOutcome(t, r).RunID, "Is there a gym?", "--script", script2, "--json")
+	want(t, r, exitCompleted)
+	if o := decodeOutcome(t, r); o.Answer != "Yes, on the top floor." {
+		t.Fatalf("say after a history: %+v", o)
+	}
+
+	for _, c := range []struct{ name, history, want string }{
+		{"unknown role", `[{"role": "robot", "content": "hi"}]`, `unknown role "robot"`},
+		{"call without result", `[{"role": "user", "content": "a"}, {"role": "assistant", "tool_calls": [{"id": "x", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}]}, {"role": "user", "content": "b"}]`, `call "x" has no result`},
+		{"result without call", `[{"role": "user", "content": "a"}, {"role": "tool", "tool_call_id": "y", "content": "?"}]`, `call "y", which no assistant message made`},
+		{"not JSON", `[{"role": "user"`, "want a JSON array"},
+		{"unknown field", `[{"role": "user", "content": "a", "mood": "happy"}]`, `unknown field "mood"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			before := cli(t, db, "", "ls", "--json").stdout
+			r := cli(t, db, c.history, "run", concierge, "--messages", "-")
+			want(t, r, exitUsage)
+			if !strings.Contains(r.stderr, "bad message history") || !strings.Contains(r.stderr, c.want) {
+				t.Fatalf("stderr %q lacks %q", r.stderr, c.want)
+			}
+			if after := cli(t, db, "", "ls", "--json").stdout; after != before {
+				t.Fatalf("a refused history stored a run")
+			}
+		})
+	}
+	if r := cli(t, db, "", "run", concierge, "hello", "--messages", "testdata/messages/concierge-history.json"); r.code != exitUsage || !strings.Contains(r.stderr, "not both") {
+		t.Fatalf("an input and a history: %d %s", r.code, r.stderr)
+	}
+}
