@@ -16,7 +16,9 @@ import (
 // echoModel answers with the user messages it sees since its last answer,
 // so a test reads what the model was given; calls, when set, may make the
 // reply tool calls instead.
-type echoModel struct{ calls func(req shell.ModelRequest) []core.NativeCall }
+type echoModel struct {
+	calls func(req shell.ModelRequest) []core.NativeCall
+}
 
 func (m echoModel) Complete(_ context.Context, req shell.ModelRequest) (core.ModelReply, error) {
 	if m.calls != nil {
