@@ -61,6 +61,9 @@ type Config struct {
 	// Conversation says what a user message does to a run at work and how
 	// long one may be (conversation.go).
 	Conversation ConversationPolicy `json:"conversation,omitzero"`
+	// Context bounds what a request to the primary model holds, compacting
+	// the conversation it is sent (context.go); nil: no bound.
+	Context *ContextPolicy `json:"context,omitempty"`
 
 	// compiled is set by Compile; never encoded (compile.go).
 	compiled *compiledAgent

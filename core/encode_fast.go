@@ -159,6 +159,26 @@ func appendState(dst []byte, st *State) []byte {
 	if st.Conv != nil {
 		dst = appendConversation(f.Key(dst, 15), st.Conv)
 	}
+	if st.Ctx != nil {
+		dst = appendContextState(f.Key(dst, 16), st.Ctx)
+	}
+	return f.Close(dst)
+}
+
+func appendContextState(dst []byte, c *ContextState) []byte {
+	var f wire.Fields
+	dst = f.Open(dst)
+	for i, n := range [...]int{c.Head, c.Summary, c.From, c.ElideBelow, c.Cap, c.Tokens, c.Counted, c.Prompt, c.PromptAt, c.Cut, c.Words, c.Limit} {
+		if n != 0 {
+			dst = wire.AppendInt(f.Key(dst, byte(i+1)), n)
+		}
+	}
+	if c.Retried {
+		dst = wire.AppendBool(f.Key(dst, 13), true)
+	}
+	if c.BytesPerToken != 0 {
+		dst = wire.AppendInt(f.Key(dst, 14), c.BytesPerToken)
+	}
 	return f.Close(dst)
 }
 
@@ -281,6 +301,9 @@ func appendCounters(dst []byte, c *Counters) []byte {
 	}
 	if c.Cost != 0 {
 		dst = wire.AppendInt64(f.Key(dst, 12), c.Cost)
+	}
+	if c.Compactions != 0 {
+		dst = wire.AppendInt(f.Key(dst, 13), c.Compactions)
 	}
 	return f.Close(dst)
 }
@@ -417,6 +440,9 @@ func appendModelReply(dst []byte, r *ModelReply) []byte {
 	if r.Opaque != nil {
 		dst = appendOpaque(f.Key(dst, 6), r.Opaque)
 	}
+	if r.Overflow {
+		dst = wire.AppendBool(f.Key(dst, 7), true)
+	}
 	return f.Close(dst)
 }
 
@@ -463,8 +489,8 @@ func appendToolResults(dst []byte, r *ToolResults) []byte {
 // encodeActionFast appends a inside an envelope of kind to dst, and reports
 // false when a has no encoder here.
 func encodeActionFast(dst []byte, kind string, a Action) ([]byte, bool) {
-	if m, ok := a.(RequestModelCall); ok && m.Role == Primary {
-		m.Messages = nil // the state's own: DecodeAction restores them
+	if m, ok := a.(RequestModelCall); ok && (m.Role == Primary || m.State.Phase == PhaseCompact) {
+		m.Messages = nil // derived from the state: DecodeAction restores them
 		a = m
 	}
 	size, ok := actionFieldsSize(a)

@@ -355,12 +355,20 @@ var fastFields = map[reflect.Type][]string{
 		"CompletionTokens int `7,keyasint,omitempty`", "Bytes int `8,keyasint,omitempty`",
 		"LastCall string `9,keyasint,omitempty`", "LowQuality int `10,keyasint,omitempty`",
 		"ToolCalls int `11,keyasint,omitempty`", "Cost int64 `12,keyasint,omitempty`",
+		"Compactions int `13,keyasint,omitempty`",
 	},
 	reflect.TypeFor[CallLog](): {
 		"Calls []string `1,keyasint,omitempty`", "Outcomes []string `2,keyasint,omitempty`",
 		"Stale int `3,keyasint,omitempty`", "Warned bool `4,keyasint,omitempty`",
 	},
 	reflect.TypeFor[Failure](): {"Code core.FailCode `1,keyasint`", "Reason string `2,keyasint`"},
+	reflect.TypeFor[ContextState](): {
+		"Head int `1,keyasint,omitempty`", "Summary int `2,keyasint,omitempty`", "From int `3,keyasint,omitempty`",
+		"ElideBelow int `4,keyasint,omitempty`", "Cap int `5,keyasint,omitempty`", "Tokens int `6,keyasint,omitempty`",
+		"Counted int `7,keyasint,omitempty`", "Prompt int `8,keyasint,omitempty`", "PromptAt int `9,keyasint,omitempty`",
+		"Cut int `10,keyasint,omitempty`", "Words int `11,keyasint,omitempty`", "Limit int `12,keyasint,omitempty`",
+		"Retried bool `13,keyasint,omitempty`", "BytesPerToken int `14,keyasint,omitempty`",
+	},
 	reflect.TypeFor[Conversation](): {
 		"Turn int `1,keyasint,omitempty`", "Input string `2,keyasint,omitempty`",
 		"Queue []string `3,keyasint,omitempty`", "Base core.Counters `4,keyasint,omitempty`",
@@ -374,6 +382,7 @@ var fastFields = map[reflect.Type][]string{
 		"Escalation string `12,keyasint,omitempty`", "Recent *core.CallLog `13,keyasint,omitempty`",
 		"ToolsOK []string `14,keyasint,omitempty`",
 		"Conv *core.Conversation `15,keyasint,omitempty`",
+		"Ctx *core.ContextState `16,keyasint,omitempty`",
 	},
 	reflect.TypeFor[Complete](): {
 		"Answer string `1,keyasint,omitempty`", "ToolsUsed []string `2,keyasint,omitempty`",
@@ -401,6 +410,7 @@ var fastFields = map[reflect.Type][]string{
 		"Text string `1,keyasint,omitempty`", "Calls []core.NativeCall `2,keyasint,omitempty`",
 		"FinishReason string `3,keyasint,omitempty`", "Usage core.Usage `4,keyasint,omitempty`",
 		"Error string `5,keyasint,omitempty`", "Opaque *core.Opaque `6,keyasint,omitempty`",
+		"Overflow bool `7,keyasint,omitempty`",
 	},
 	reflect.TypeFor[NativeCall](): {
 		"ID string `1,keyasint,omitempty`", "Name string `2,keyasint,omitempty`",

@@ -191,6 +191,7 @@ func genCounters(text *rapid.Generator[string]) *rapid.Generator[Counters] {
 			LowQuality:       genInt().Draw(t, "low-quality"),
 			ToolCalls:        genInt().Draw(t, "tool-calls"),
 			Cost:             int64(genInt().Draw(t, "cost")),
+			Compactions:      genInt().Draw(t, "compactions"),
 		}
 	})
 }
@@ -234,6 +235,19 @@ func genState(text *rapid.Generator[string]) *rapid.Generator[State] {
 			Recent:     genPtr(genCallLog(text)).Draw(t, "call-log"),
 			ToolsOK:    genList(text).Draw(t, "tools-ok"),
 			Conv:       genPtr(genConversation(text)).Draw(t, "conversation"),
+			Ctx:        genPtr(genContextState()).Draw(t, "context"),
+		}
+	})
+}
+
+func genContextState() *rapid.Generator[ContextState] {
+	return rapid.Custom(func(t *rapid.T) ContextState {
+		return ContextState{
+			Head: genInt().Draw(t, "head"), Summary: genInt().Draw(t, "summary"), From: genInt().Draw(t, "from"),
+			ElideBelow: genInt().Draw(t, "elide-below"), Cap: genInt().Draw(t, "cap"), Tokens: genInt().Draw(t, "tokens"),
+			Counted: genInt().Draw(t, "counted"), Prompt: genInt().Draw(t, "prompt"), PromptAt: genInt().Draw(t, "prompt-at"),
+			Cut: genInt().Draw(t, "cut"), Words: genInt().Draw(t, "words"), Limit: genInt().Draw(t, "limit"),
+			Retried: rapid.Bool().Draw(t, "retried"), BytesPerToken: genInt().Draw(t, "bpt"),
 		}
 	})
 }
@@ -355,6 +369,7 @@ func genModelReply(text *rapid.Generator[string]) *rapid.Generator[ModelReply] {
 			Usage:        genUsage().Draw(t, "usage"),
 			Error:        text.Draw(t, "error"),
 			Opaque:       genOpaquePtr(text).Draw(t, "opaque"),
+			Overflow:     rapid.Bool().Draw(t, "overflow"),
 		}
 	})
 }

@@ -87,7 +87,7 @@ func toolsSize(tools []Tool) int {
 func stateSize(st *State) int {
 	n := 1 + wire.IntField + 2 + wire.TextSize(st.Request.Input) + wire.IntField + wire.TextSize(string(st.Phase))
 	n += 2 + 8*wire.IntField + wire.TextSize(st.Counters.LastCall)
-	for _, v := range [...]int64{int64(st.Counters.LowQuality), int64(st.Counters.ToolCalls), st.Counters.Cost} {
+	for _, v := range [...]int64{int64(st.Counters.LowQuality), int64(st.Counters.ToolCalls), st.Counters.Cost, int64(st.Counters.Compactions)} {
 		if v != 0 {
 			n += wire.IntField
 		}
@@ -123,8 +123,11 @@ func stateSize(st *State) int {
 	if fl := st.Failure; fl != nil {
 		n += 2 + wire.TextSize(string(fl.Code)) + wire.TextSize(fl.Reason)
 	}
+	if st.Ctx != nil {
+		n += 2 + 14*wire.IntField
+	}
 	if c := st.Conv; c != nil {
-		n += 2 + 2*wire.IntField + wire.TextSize(c.Input) + wire.StringsSize(c.Queue) + 2 + 11*wire.IntField + wire.TextSize(c.Base.LastCall)
+		n += 2 + 2*wire.IntField + wire.TextSize(c.Input) + wire.StringsSize(c.Queue) + 2 + 12*wire.IntField + wire.TextSize(c.Base.LastCall)
 	}
 	return n
 }

@@ -155,8 +155,11 @@ func DecodeAction(b []byte, st State) (Action, error) {
 	case "model":
 		a, err = decodeInto[RequestModelCall](env.Body, func(v *RequestModelCall) {
 			v.State = st
-			if v.Role == Primary {
-				v.Messages = st.Messages
+			switch {
+			case st.Phase == PhaseCompact:
+				v.Messages = compactMessages(st)
+			case v.Role == Primary:
+				v.Messages = contextView(st)
 			}
 		})
 	case "tools":

@@ -48,7 +48,8 @@ func beforeModelCall(cfg Config, st State) (State, bool) {
 // They count from the start of the user turn in progress.
 func turns(st State) int {
 	base := st.turnBase()
-	return st.Counters.ModelCalls - st.Counters.Escalations - (base.ModelCalls - base.Escalations)
+	calls := st.Counters.ModelCalls - st.Counters.Escalations - st.Counters.Compactions
+	return calls - (base.ModelCalls - base.Escalations - base.Compactions)
 }
 
 // resumeFinal takes the primary's answer to the final request. Tool calls in
@@ -93,6 +94,12 @@ func (c Config) policyErrors() []string {
 	}
 	errs = append(errs, c.Budget.errors()...)
 	errs = append(errs, c.Conversation.errors()...)
+	if c.Context != nil {
+		errs = append(errs, c.Context.errors()...)
+		if c.Context.Summarizer == Helper && c.Models.Helper == "" {
+			errs = append(errs, "context.summarizer is helper, and the agent has no helper model")
+		}
+	}
 	errs = append(errs, c.Models.PrimaryPrice.errors(Primary)...)
 	errs = append(errs, c.Models.HelperPrice.errors(Helper)...)
 	if c.Cycles != nil {

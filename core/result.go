@@ -16,6 +16,10 @@ type ModelReply struct {
 	// Opaque is the provider's own data about the reply, which the core
 	// keeps with the assistant message for the provider's later requests.
 	Opaque *Opaque `cbor:"6,keyasint,omitempty" json:"opaque,omitempty"`
+	// Overflow marks an Error that is the provider refusing the request as
+	// longer than the model's context: the core compacts the conversation
+	// and makes the request again, once (context.go).
+	Overflow bool `cbor:"7,keyasint,omitempty" json:"context_overflow,omitempty"`
 }
 
 // NativeCall is a structured tool call as the model sent it. Arguments is the

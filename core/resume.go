@@ -77,7 +77,18 @@ func resume(cfg Config, st State, res Result) (State, error) {
 		st.Counters.CompletionTokens += r.Usage.CompletionTokens
 		st = charge(cfg, st, p.Role, r.Usage)
 		if r.Error != "" {
+			if r.Overflow && p.Role == Primary && (st.Phase == PhaseModel || st.Phase == PhaseFinal) {
+				if next, again := overflowed(cfg, st, r); again {
+					return next, nil // context.go: compacted, then asked again
+				}
+			}
 			return failed(st, FailModelError, fmt.Sprintf("the %s model failed: %s", p.Role, r.Error)), nil
+		}
+		if st.Phase == PhaseCompact {
+			return resumeCompact(cfg, st, r), nil
+		}
+		if p.Role == Primary {
+			st = noteReply(st, r, len(st.Messages))
 		}
 		if st.Phase == PhaseFinal {
 			return resumeFinal(cfg, st, r), nil

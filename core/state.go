@@ -16,6 +16,7 @@ const (
 	PhaseEscalate Phase = "escalate" // ask the helper model for a plan
 	PhaseTools    Phase = "tools"    // run the calls of the current turn
 	PhaseFinal    Phase = "final"    // ask the primary once more for an answer, without tools (limits.go)
+	PhaseCompact  Phase = "compact"  // ask for a summary of the earlier conversation (context.go)
 	PhaseDone     Phase = "done"     // completed with an answer
 	PhaseFailed   Phase = "failed"   // failed with a code and reason
 )
@@ -133,6 +134,9 @@ type State struct {
 	// Conv is where the run's conversation stands once the user sent a
 	// message after its start (nil until then; see conversation.go).
 	Conv *Conversation `cbor:"15,keyasint,omitempty"`
+	// Ctx is where context compaction stands (context.go); nil unless the
+	// agent bounds its requests.
+	Ctx *ContextState `cbor:"16,keyasint,omitempty"`
 }
 
 // Conversation is the run's conversation beyond its first user turn. A
@@ -176,6 +180,9 @@ type Counters struct {
 	// Cost is what the model calls cost, in picounits (10^-12 of the
 	// prices' currency), kept while the agent has prices (budget.go).
 	Cost int64 `cbor:"12,keyasint,omitempty"`
+	// Compactions counts the summaries asked for (context.go): model
+	// calls that are not the primary's turns.
+	Compactions int `cbor:"13,keyasint,omitempty"`
 }
 
 // PendingKind is the kind of result a run waits for.
@@ -273,6 +280,7 @@ const (
 	FailMaxTurns      FailCode = "max_turns"
 	FailBudget        FailCode = "budget_exhausted"
 	FailCycle         FailCode = "cycle"
+	FailContext       FailCode = "context_overflow"
 )
 
 // PendingCalls returns the calls of the pending request (tool calls,

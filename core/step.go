@@ -28,7 +28,7 @@ func checkState(st State) error {
 		return fmt.Errorf("%w: version %d, want %d", ErrBadState, st.Version, StateVersion)
 	}
 	switch st.Phase {
-	case PhaseRecall, PhaseModel, PhaseEscalate, PhaseFinal, PhaseDone:
+	case PhaseRecall, PhaseModel, PhaseEscalate, PhaseFinal, PhaseCompact, PhaseDone:
 	case PhaseTools:
 		if st.Turn == nil || len(st.Turn.Results) != len(st.Turn.Calls) {
 			return fmt.Errorf("%w: phase tools without a well-formed turn", ErrBadState)
@@ -60,6 +60,19 @@ func decide(cfg Config, st State) State {
 	if st.Phase == PhaseModel || st.Phase == PhaseEscalate || st.Phase == PhaseFinal {
 		var ended bool
 		if st, ended = beforeModelCall(cfg, st); ended {
+			return st
+		}
+	}
+	if st.Phase == PhaseModel || st.Phase == PhaseFinal {
+		var summarize bool
+		if st, summarize = fitContext(cfg, st, st.Phase == PhaseFinal); st.Phase == PhaseFailed {
+			return st
+		} else if summarize {
+			st.Counters.Steps++
+			st.Counters.ModelCalls++
+			st.Counters.Compactions++
+			st.Phase = PhaseCompact
+			st.Pending = &Pending{Kind: PendingModel, Role: cfg.summarizer()}
 			return st
 		}
 	}
@@ -129,13 +142,15 @@ func actionFor(cfg Config, st State) (Action, error) {
 	p := st.Pending
 	switch p.Kind {
 	case PendingModel:
-		if p.Role == Helper {
+		switch {
+		case st.Phase == PhaseCompact:
+			return RequestModelCall{Role: p.Role, Messages: compactMessages(st), State: st}, nil
+		case p.Role == Helper:
 			return RequestModelCall{Role: Helper, Messages: helperMessages(cfg, st), State: st}, nil
+		case st.Phase == PhaseFinal:
+			return RequestModelCall{Role: Primary, Messages: contextView(st), State: st}, nil
 		}
-		if st.Phase == PhaseFinal {
-			return RequestModelCall{Role: Primary, Messages: st.Messages, State: st}, nil
-		}
-		return RequestModelCall{Role: Primary, Messages: st.Messages, Tools: nativeTools(cfg), State: st}, nil
+		return RequestModelCall{Role: Primary, Messages: contextView(st), Tools: nativeTools(cfg), State: st}, nil
 	case PendingMemorySearch:
 		if len(p.CallIDs) == 0 {
 			return RequestMemorySearch{Namespace: cfg.namespace(), Query: st.Request.Input, Limit: cfg.recallLimit(), State: st}, nil
