@@ -194,6 +194,9 @@ func contextView(st State) []Message {
 	if c.Summary > 0 && c.Summary < len(msgs) {
 		out = append(out, Message{Role: RoleUser, Content: summaryHeading + msgs[c.Summary].Content})
 	}
+	if at := pinned(st); at >= head && at < from {
+		out = append(out, msgs[at]) // the message the user turn in progress answers
+	}
 	for i := from; i < len(msgs); i++ {
 		m := msgs[i]
 		if m.Role == RoleSummary {
@@ -209,6 +212,15 @@ func contextView(st State) []Message {
 func (c *ContextState) bounds(n int) (head, from int) {
 	head = min(max(c.Head, 0), n)
 	return head, min(max(c.From, head), n)
+}
+
+// pinned is the index of the user message that began the user turn in
+// progress, which a view always shows (-1: the first's, in the head).
+func pinned(st State) int {
+	if st.Conv == nil || st.Conv.At <= 0 || st.Conv.At >= len(st.Messages) || st.Messages[st.Conv.At].Role != RoleUser {
+		return -1
+	}
+	return st.Conv.At
 }
 
 const summaryHeading = "Summary of the earlier conversation (compacted to fit the context):\n"
@@ -536,7 +548,8 @@ func overflowed(cfg Config, st State, r ModelReply) (State, bool) {
 	return st, true
 }
 
-func (p ContextPolicy) errors() []string {
+// Errors are the problems of the policy's settings.
+func (p ContextPolicy) Errors() []string {
 	var errs []string
 	for _, v := range []struct {
 		name string

@@ -168,6 +168,7 @@ func beginTurn(st State, text string) State {
 	conv.Input = text
 	conv.Base = st.Counters
 	conv.Base.Bytes, conv.Base.LastCall = 0, ""
+	conv.At = len(st.Messages)
 	st.Conv = &conv
 	st.Counters.Corrections, st.Counters.Repeats, st.Counters.LastCall, st.Counters.LowQuality = 0, 0, "", 0
 	st.Recent = nil

@@ -24,7 +24,15 @@ func DescribeAction(a Action) string {
 	case Fail:
 		return fmt.Sprintf("fail %s: %s", a.Code, a.Reason)
 	case RequestModelCall:
+		if c := a.State.Ctx; a.State.Phase == PhaseCompact && c != nil {
+			// A summary: the history is compacted here (context.go).
+			_, from := c.bounds(len(a.State.Messages))
+			return fmt.Sprintf("compact %s summarize messages %d-%d", a.Role, from, c.Cut-1)
+		}
 		s := fmt.Sprintf("model %s messages=%d", a.Role, len(a.Messages))
+		if c := a.State.Ctx; c.compacted() {
+			s += fmt.Sprintf(" (compacted view of %d)", len(a.State.Messages))
+		}
 		if len(a.Tools) > 0 {
 			s += fmt.Sprintf(" tools=%d", len(a.Tools))
 		}
@@ -155,6 +163,9 @@ func DescribeState(st State) string {
 	}
 	if st.Recent != nil && st.Recent.Warned {
 		b.WriteString(" warned")
+	}
+	if c := st.Ctx; c.compacted() {
+		fmt.Fprintf(&b, " compacted=%d..%d", c.Head, max(c.From, c.Head))
 	}
 	if c := st.Conv; c != nil {
 		fmt.Fprintf(&b, " turn=%d", c.Turn)

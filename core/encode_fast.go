@@ -197,6 +197,9 @@ func appendConversation(dst []byte, c *Conversation) []byte {
 	if c.Base != (Counters{}) {
 		dst = appendCounters(f.Key(dst, 4), &c.Base)
 	}
+	if c.At != 0 {
+		dst = wire.AppendInt(f.Key(dst, 5), c.At)
+	}
 	return f.Close(dst)
 }
 

@@ -372,6 +372,7 @@ var fastFields = map[reflect.Type][]string{
 	reflect.TypeFor[Conversation](): {
 		"Turn int `1,keyasint,omitempty`", "Input string `2,keyasint,omitempty`",
 		"Queue []string `3,keyasint,omitempty`", "Base core.Counters `4,keyasint,omitempty`",
+		"At int `5,keyasint,omitempty`",
 	},
 	reflect.TypeFor[State](): {
 		"Version int `1,keyasint`", "Request core.Request `2,keyasint`", "Phase core.Phase `3,keyasint`",

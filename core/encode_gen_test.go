@@ -259,6 +259,7 @@ func genConversation(text *rapid.Generator[string]) *rapid.Generator[Conversatio
 			Input: text.Draw(t, "input"),
 			Queue: genList(text).Draw(t, "queue"),
 			Base:  genCounters(text).Draw(t, "base"),
+			At:    genInt().Draw(t, "at"),
 		}
 	})
 }

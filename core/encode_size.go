@@ -127,7 +127,7 @@ func stateSize(st *State) int {
 		n += 2 + 14*wire.IntField
 	}
 	if c := st.Conv; c != nil {
-		n += 2 + 2*wire.IntField + wire.TextSize(c.Input) + wire.StringsSize(c.Queue) + 2 + 12*wire.IntField + wire.TextSize(c.Base.LastCall)
+		n += 2 + 2*wire.IntField + wire.TextSize(c.Input) + wire.StringsSize(c.Queue) + 2 + 13*wire.IntField + wire.TextSize(c.Base.LastCall)
 	}
 	return n
 }

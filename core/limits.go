@@ -95,7 +95,7 @@ func (c Config) policyErrors() []string {
 	errs = append(errs, c.Budget.errors()...)
 	errs = append(errs, c.Conversation.errors()...)
 	if c.Context != nil {
-		errs = append(errs, c.Context.errors()...)
+		errs = append(errs, c.Context.Errors()...)
 		if c.Context.Summarizer == Helper && c.Models.Helper == "" {
 			errs = append(errs, "context.summarizer is helper, and the agent has no helper model")
 		}

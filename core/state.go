@@ -154,6 +154,9 @@ type Conversation struct {
 	Queue []string `cbor:"3,keyasint,omitempty"`
 	// Base is the counters when the turn began.
 	Base Counters `cbor:"4,keyasint,omitempty"`
+	// At is the index of Input in the messages: a compacted view keeps
+	// it (context.go).
+	At int `cbor:"5,keyasint,omitempty"`
 }
 
 // Counters are the run's running totals, used by the limits.

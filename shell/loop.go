@@ -336,8 +336,10 @@ func (r *Runner) callModel(ctx context.Context, ag *Agent, cur *cursor, a core.R
 			}
 			return nil, e
 		}
-		// The provider gave up for good: the model's failure is data, the run fails.
-		reply = core.ModelReply{Error: err.Error()}
+		// The provider gave up for good: the model's failure is data, the
+		// run fails, unless the request was too long, which the core
+		// compacts and asks again, once.
+		reply = core.ModelReply{Error: err.Error(), Overflow: errors.Is(err, ErrContextOverflow)}
 	}
 	reply = x.Result(core.Sanitize(reply)).(core.ModelReply)
 	r.emit(func() Event {

@@ -76,6 +76,13 @@ type ModelProvider interface {
 // a malformed request); providers wrap it so callers can tell.
 var ErrModelPermanent = errors.New("permanent model error")
 
+// ErrContextOverflow marks, beside ErrModelPermanent, a provider's refusal
+// of a request as longer than the model's context window (OpenAI's
+// context_length_exceeded, Anthropic's "prompt is too long"): the runner
+// hands it to the core as ModelReply.Overflow, which compacts the
+// conversation and asks again, once.
+var ErrContextOverflow = errors.New("the request is longer than the model's context")
+
 // RunContext identifies the run and step a tool call belongs to. Tools that
 // ask for it receive it (for example as environment variables).
 type RunContext struct {

@@ -33,6 +33,8 @@ type File struct {
 	Budget        Budget         `toml:"budget"`
 	// Conversation is the [conversation] table (core.ConversationPolicy).
 	Conversation Conversation `toml:"conversation"`
+	// Context is the [context] table (context.go).
+	Context *Context `toml:"context"`
 }
 
 // Conversation mirrors core.ConversationPolicy.
@@ -60,6 +62,9 @@ type Model struct {
 	// Prices per million tokens, for [budget] max_cost (policies.go).
 	InputPricePerMillion  *float64 `toml:"input_price_per_million"`
 	OutputPricePerMillion *float64 `toml:"output_price_per_million"`
+	// ContextWindow is the model's context window in tokens, for
+	// [context] (a well-known model's is known without it).
+	ContextWindow int `toml:"context_window"`
 }
 
 // Retry is a retry table: [models.ROLE.retry], or a tool table's retry key.

@@ -132,6 +132,9 @@ func policies(f File, cfg *core.Config, at func(path, format string, args ...any
 		return at("budget.per", "budget.per %q is not one of conversation, turn", b.Per)
 	}
 	cfg.Budget = core.Budget{MaxInputTokens: b.MaxInputTokens, MaxOutputTokens: b.MaxOutputTokens, MaxToolCalls: b.MaxToolCalls, Per: b.Per}
+	if err := contextPolicy(f, cfg, at); err != nil {
+		return err
+	}
 	switch c := f.Conversation; c.OnMessage {
 	case "", core.OnQueue, core.OnInterrupt:
 		if c.MaxMessageBytes < 0 {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/stepwise-agent/stepwise/shell"
 )
@@ -24,6 +25,28 @@ type Provider struct {
 	// Permanent reports the provider's own errors that retrying cannot fix,
 	// besides shell.ErrModelPermanent.
 	Permanent func(error) bool
+}
+
+// Overflowed reports whether a refusal is the provider's "too long for the
+// context window": a 400 or 413 whose code is context_length_exceeded
+// (OpenAI, the Responses API, vLLM and most OpenAI-compatible servers) or
+// whose message says the prompt is too long or over the maximum context
+// length (Anthropic, llama.cpp, Ollama).
+func Overflowed(se *StatusError) bool {
+	if se.Status != http.StatusBadRequest && se.Status != http.StatusRequestEntityTooLarge {
+		return false
+	}
+	if se.Type == "context_length_exceeded" || se.Type == "string_above_max_length" {
+		return true
+	}
+	msg := strings.ToLower(se.Message)
+	for _, s := range []string{"context_length_exceeded", "maximum context length", "prompt is too long", "context window",
+		"exceeds the context", "too many tokens", "input is too long", "request too large"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // Explain turns what Client.Call returned into the error a provider's
@@ -52,6 +75,9 @@ func Explain(ctx context.Context, err error, p Provider) error {
 				return p.NotFound(said)
 			}
 			return Permanentf("%s: model or endpoint not found (404)%s", p.Who, said)
+		}
+		if Overflowed(se) {
+			return &PermanentError{Err: fmt.Errorf("%s: the request is longer than the model's context (%s): %w", p.Who, StatusText(se.Status, se.Message), shell.ErrContextOverflow)}
 		}
 		return Permanentf("%s: the endpoint rejected the request (%s)", p.Who, StatusText(se.Status, se.Message))
 	}
