@@ -41,7 +41,7 @@ func Overflowed(se *StatusError) bool {
 	}
 	msg := strings.ToLower(se.Message)
 	for _, s := range []string{"context_length_exceeded", "maximum context length", "prompt is too long", "context window",
-		"exceeds the context", "too many tokens", "input is too long", "request too large"} {
+		"exceeds the context", "exceeds the available context", "too many tokens", "input is too long", "request too large"} {
 		if strings.Contains(msg, s) {
 			return true
 		}
