@@ -43,6 +43,8 @@
 //	[cycles]                     # enabled (on without the table), max_period, repeats, no_progress
 //	[budget]                     # max_input_tokens, max_output_tokens, max_cost, max_tool_calls, per
 //	[conversation]               # on_message, max_message_bytes: see Conversations
+//	[context]                    # max_tokens, max_fraction, keep_turns, strategies, summarizer,
+//	                             # summary_words, enabled: see Context compaction
 //
 //	[[tools]]                    # a built-in tool, with its options
 //	builtin = "run_code"
@@ -433,6 +435,34 @@
 // submission): once a call of its tools has run and succeeded, the turn
 // completes with the call's result as the answer, with no further model
 // call. A failed call goes back to the model as any failure does.
+//
+// # Context compaction
+//
+// A request to the primary model is held to a bound of tokens (ADR 0033):
+// [context] max_tokens, or max_fraction (0.8 by default) of the model's
+// context window, which is [models.primary] context_window or, for a
+// well-known model (gpt-4o, gpt-4.1, o3, claude-*, ...), known. A known
+// window turns compaction on without a [context] table; enabled = false
+// turns it off. Tokens are estimated as bytes / 4 (bytes / 3 for
+// Anthropic), or from what the provider reported for the last call.
+//
+//	[models.primary]
+//	context_window = 32768
+//	[context]
+//	max_fraction = 0.75
+//	keep_turns = 4               # model turns kept verbatim (default 4)
+//	strategies = ["elide_results", "summarize"]   # the default order
+//	summarizer = "helper"        # default: the helper if there is one, else the primary
+//	summary_words = 400
+//
+// The store keeps every message; the model is sent the system prompt, the
+// first user message, a summary of what was compacted, the message of the
+// user turn in progress and the last model turns. Old tool results are
+// elided first (the call stays, with a marker); a summary is a model call
+// of its own, recorded as a step (stepwise show marks it "compact").
+// stepwise show RUN --step N --request prints what the model was sent. A
+// provider that refuses a request as too long triggers one compaction and
+// one retry instead of failing the run.
 //
 // A run may start from an OpenAI-format message history instead of an
 // input (stepwise run --messages FILE, POST /v1/runs with messages): a
