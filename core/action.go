@@ -1,5 +1,7 @@
 package core
 
+import "encoding/json"
+
 // Action is what Step decides. It is a closed set: Complete, Fail,
 // RequestModelCall, RequestToolCalls, RequestExternalToolCalls,
 // RequestMemorySearch, RequestMemoryCreate and RequestMemoryTraverse.
@@ -18,7 +20,11 @@ type Complete struct {
 	Answer    string   `cbor:"1,keyasint,omitempty" json:"answer"`
 	ToolsUsed []string `cbor:"2,keyasint,omitempty" json:"tools_used"`
 	Sources   []string `cbor:"3,keyasint,omitempty" json:"sources"`
-	State     State    `cbor:"-" json:"-"`
+	// Output is the answer as a JSON value, for an agent with an output
+	// schema (output.go): the canonical JSON Answer holds. It is not
+	// encoded (Answer holds the same bytes); Step sets it.
+	Output json.RawMessage `cbor:"-" json:"output,omitempty"`
+	State  State           `cbor:"-" json:"-"`
 }
 
 // Fail ends the run without an answer.

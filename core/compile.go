@@ -17,6 +17,8 @@ type compiledAgent struct {
 	format  Format
 	spec    FormatSpec
 	schemas map[string]compiledSchema
+	// output is the compiled output schema (nil without one).
+	output *schema.Output
 }
 
 // compiledSchema is a tool's argument schema, compiled from raw.
@@ -63,6 +65,9 @@ func (c Config) compile(fs *Formats) (*compiledAgent, error) {
 	out := &compiledAgent{formats: fs, format: c.format(), schemas: map[string]compiledSchema{}}
 	if err := c.check(out); err != nil {
 		return nil, err
+	}
+	if c.Output != nil {
+		out.output, _ = schema.CompileOutput(c.Output.Schema) // checked by check
 	}
 	return out, nil
 }

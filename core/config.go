@@ -64,6 +64,9 @@ type Config struct {
 	// Context bounds what a request to the primary model holds, compacting
 	// the conversation it is sent (context.go); nil: no bound.
 	Context *ContextPolicy `json:"context,omitempty"`
+	// Output makes the final answer a JSON value that fits a schema
+	// (output.go); nil: free text.
+	Output *OutputPolicy `json:"output,omitempty"`
 
 	// compiled is set by Compile; never encoded (compile.go).
 	compiled *compiledAgent

@@ -387,7 +387,7 @@ var fastFields = map[reflect.Type][]string{
 	},
 	reflect.TypeFor[Complete](): {
 		"Answer string `1,keyasint,omitempty`", "ToolsUsed []string `2,keyasint,omitempty`",
-		"Sources []string `3,keyasint,omitempty`", "State core.State `-`",
+		"Sources []string `3,keyasint,omitempty`", "Output json.RawMessage `-`", "State core.State `-`",
 	},
 	reflect.TypeFor[Fail](): {"Code core.FailCode `1,keyasint`", "Reason string `2,keyasint`", "State core.State `-`"},
 	reflect.TypeFor[RequestModelCall](): {

@@ -64,6 +64,13 @@ func resumeFinal(cfg Config, st State, r ModelReply) State {
 	if text = strings.TrimSpace(text); text == "" {
 		return failed(st, FailMaxTurns, fmt.Sprintf("the run used its %s (max_turns), and the model's final reply had no answer", plural(cfg.Limits.MaxTurns, "model turn")))
 	}
+	if cfg.Output != nil {
+		out, err := structured(cfg, text)
+		if err != nil {
+			return failed(st, FailInvalidOutput, fmt.Sprintf("the model's final answer, asked for when its turns were used up, did not fit the output schema: %v", err))
+		}
+		text = string(out)
+	}
 	return complete(cfg, st, text)
 }
 
@@ -71,7 +78,10 @@ func resumeFinal(cfg Config, st State, r ModelReply) State {
 // Messages the user sent meanwhile begin the next turn at once.
 func complete(cfg Config, st State, text string) State {
 	st.Phase = PhaseDone
-	st.Answer = cite(cfg, st, text)
+	st.Answer = text
+	if cfg.Output == nil {
+		st.Answer = cite(cfg, st, text) // a JSON answer stays JSON
+	}
 	if st.Conv != nil && len(st.Conv.Queue) > 0 {
 		st.Phase = PhaseModel
 		return deliverQueue(st)
@@ -94,6 +104,9 @@ func (c Config) policyErrors() []string {
 	}
 	errs = append(errs, c.Budget.errors()...)
 	errs = append(errs, c.Conversation.errors()...)
+	if c.Output != nil {
+		errs = append(errs, c.Output.errors()...)
+	}
 	if c.Context != nil {
 		errs = append(errs, c.Context.Errors()...)
 		if c.Context.Summarizer == Helper && c.Models.Helper == "" {

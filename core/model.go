@@ -163,7 +163,24 @@ func answer(cfg Config, st State, text string) State {
 	if phrase := stuckPhrase(cfg, text); phrase != "" && canEscalate(cfg, st) {
 		return escalate(st, fmt.Sprintf("the model said it is stuck (%q)", phrase))
 	}
+	if cfg.Output != nil {
+		out, err := structured(cfg, text) // output.go
+		if err != nil {
+			return outputRefused(cfg, st, err)
+		}
+		text = string(out)
+	}
 	return complete(cfg, st, text)
+}
+
+// outputRefused sends an answer that does not fit the output schema back
+// to the model, at most the policy's corrections in a row, then fails.
+func outputRefused(cfg Config, st State, err error) State {
+	st.Counters.Corrections++
+	if st.Counters.Corrections > cfg.Output.maxCorrections() {
+		return failed(st, FailInvalidOutput, fmt.Sprintf("the model's answer did not fit the output schema %d time(s) in a row: %v", st.Counters.Corrections, err))
+	}
+	return appendMessages(st, Message{Role: RoleUser, Content: outputCorrection(err, cfg.Output.Schema)})
 }
 
 func stuckPhrase(cfg Config, text string) string {

@@ -48,5 +48,8 @@ func systemPrompt(cfg Config) string {
 	if docs := ToolDocs(cfg); docs != "" {
 		parts = append(parts, docs)
 	}
+	if docs := outputDocs(cfg); docs != "" {
+		parts = append(parts, docs)
+	}
 	return strings.Join(parts, "\n\n")
 }

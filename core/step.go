@@ -1,6 +1,7 @@
 package core
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 )
@@ -135,7 +136,11 @@ func callKind(cfg Config, c ToolCall) PendingKind {
 func actionFor(cfg Config, st State) (Action, error) {
 	switch st.Phase {
 	case PhaseDone:
-		return Complete{Answer: st.Answer, ToolsUsed: st.ToolsUsed, Sources: st.Sources, State: st}, nil
+		c := Complete{Answer: st.Answer, ToolsUsed: st.ToolsUsed, Sources: st.Sources, State: st}
+		if cfg.Output != nil && json.Valid([]byte(st.Answer)) {
+			c.Output = json.RawMessage(st.Answer)
+		}
+		return c, nil
 	case PhaseFailed:
 		return Fail{Code: st.Failure.Code, Reason: st.Failure.Reason, State: st}, nil
 	}
