@@ -21,6 +21,10 @@
 // Model providers (subpackage models/...) and tools (subpackage tools) plug in
 // through the ModelProvider and Tool interfaces; a tool's failure is a
 // core.ToolResult with Error set, which the model sees, never a Go error.
+// A provider that is also a RequestRenderer renders the request it sends
+// without sending it; RenderModelCall renders a recorded step's model
+// call, numbered as the runner numbered it, so what the model saw at any
+// step is derivable.
 //
 // Each tool is declared once: a Registry takes each internal tool (its
 // Spec is its declaration; NewTool makes one of a Go function, its schema

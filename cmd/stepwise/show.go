@@ -14,7 +14,7 @@ import (
 )
 
 func init() {
-	c := &command{name: "show", args: "RUN_ID [--step N] [--json]", summary: "show a run as a timeline",
+	c := &command{name: "show", args: "RUN_ID [--step N [--request]] [--json]", summary: "show a run as a timeline",
 		help: `Shows the run as a readable timeline: each step with the result it folded in (the
 answer to the request of the step before it, marked <-), then its action, rendered by
 the core, with the time and tokens performing it took. A run's steps are numbered by
@@ -29,15 +29,38 @@ folded in, as show --step N and the HTTP API's /steps give it), action, and
 duration_ms and tokens (what performing its action cost); "outcome", deprecated, is
 the next step's result.
 
+--step N --request prints the request the model received at step N, for every
+provider: the step's model call (its role, messages and tools, numbered as the run
+numbered its model calls) rendered by the provider of its role in the agent the run
+followed at that step, through the code that sends it, with the agent's model
+settings (model, temperature, max_tokens, streaming, reasoning and thinking options,
+attachments, the provider's kept reasoning or thinking). Nothing is sent: no model
+is contacted, no MCP server started, no API key read. It prints the method and URL
+line, the headers (sorted; a credential header shows its variable's marker, as in
+"Authorization: Bearer [redacted:OPENAI_API_KEY]"), a blank line, then the body as
+is: the bytes the provider sent, not pretty-printed (pipe it to jq for that). The
+script provider makes no HTTP request: its line names it, and its body is the JSON
+object {"provider","call","reply","messages","tools"}: what it was given, and which
+of its replies answered. With
+--json it prints one object {step, role, call, provider, method, url, headers, body}
+with the body as a JSON value (the HTTP API's GET /v1/runs/{id}/steps/{seq}/request
+answers the same). A step whose action is not a model call exits 2, saying what the
+step did.
+
 ` + jsonStatusHelp}
 	c.run = func(e *env, args []string) int {
 		fs := e.flags(c)
 		db := e.dbFlag(fs)
 		step := fs.Int("step", -1, "show this step in full")
 		asJSON := fs.Bool("json", false, "print one JSON object")
+		request := fs.Bool("request", false, "with --step N: print the request the model received at step N")
 		pos, code := e.parse(c, fs, args, 1, 1)
 		if code >= 0 {
 			return code
+		}
+		if *request && *step < 0 {
+			fmt.Fprintf(e.stderr, "stepwise %s: --request needs --step N: the step whose model call to show\n", c.name)
+			return exitUsage
 		}
 		ctx, st, done, code := e.readSession(c.name, *db)
 		if code >= 0 {
@@ -47,6 +70,9 @@ the next step's result.
 		info, err := st.Run(ctx, pos[0])
 		if err != nil {
 			return e.storeErr(c.name, err)
+		}
+		if *request {
+			return showRequest(ctx, e, st, pos[0], *step, *asJSON)
 		}
 		if *step >= 0 {
 			rec, err := st.LoadStep(ctx, pos[0], *step)

@@ -32,6 +32,7 @@ var apiRoutes = []route{
 	{"GET", "/v1/runs", (*Server).listRuns},
 	{"GET", "/v1/runs/{id}", (*Server).getRun},
 	{"GET", "/v1/runs/{id}/steps", (*Server).getSteps},
+	{"GET", "/v1/runs/{id}/steps/{seq}/request", (*Server).getStepRequest},
 	{"POST", "/v1/runs/{id}/results", idempotent(false, (*Server).postResults)},
 	{"POST", "/v1/runs/{id}/resume", (*Server).resumeRun},
 	{"POST", "/v1/runs/{id}/cancel", (*Server).cancelRun},

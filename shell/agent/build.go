@@ -25,6 +25,10 @@ type BuildOptions struct {
 	// ScriptOffset is the number of model calls made before the script
 	// starts answering (a fork continues a run on a new script).
 	ScriptOffset int
+	// Render builds the model providers to render requests only
+	// (provider.Build.Render): no API key or script file is read, and
+	// they call no model. Models takes it; Build refuses it.
+	Render bool
 }
 
 // Build creates the live agent: model providers and tool implementations.
@@ -34,6 +38,9 @@ type BuildOptions struct {
 // gives it two minutes). When ctx ends first, Build stops the servers it
 // started and returns an error that wraps ctx's.
 func (s *Spec) Build(ctx context.Context, opts BuildOptions) (*shell.Agent, error) {
+	if opts.Render {
+		return nil, fmt.Errorf("build: an agent built to render requests cannot run (use Models)")
+	}
 	m, warnings, err := s.connectMCP(ctx)
 	if err != nil {
 		return nil, err
@@ -77,27 +84,45 @@ func (s *Spec) build(opts BuildOptions) (*shell.Agent, error) {
 	}
 	ag.ToolTimeouts, ag.ToolRetry = s.ToolTimeouts, s.ToolRetry
 	ag.Secrets, ag.InDoubt = s.secrets(), s.InDoubt
+	models, err := s.Models(opts)
+	if err != nil {
+		return nil, err
+	}
+	maps.Copy(ag.Models, models)
+	ag.Source = s.sourceWith(opts)
+	return ag, nil
+}
+
+// Models builds the agent's model providers, one per role, as Build does
+// (opts.Script answers the primary role), and nothing else: no tool is
+// made and no MCP server started. With opts.Render the providers only
+// render requests (shell.RequestRenderer) and read no API key.
+func (s *Spec) Models(opts BuildOptions) (map[core.ModelRole]shell.ModelProvider, error) {
+	out := map[core.ModelRole]shell.ModelProvider{}
 	for _, role := range slices.Sorted(maps.Keys(s.File.Models)) {
 		m, r := s.File.Models[role], core.ModelRole(role)
 		if r == core.Primary && opts.Script != "" {
 			m = scriptModel(opts.Script)
 		}
-		p, err := s.provider(role, m, opts.ScriptOffset)
+		p, err := s.provider(role, m, opts)
 		if err != nil {
 			return nil, fmt.Errorf("models.%s: %w", role, err)
 		}
-		ag.Models[r] = p
+		out[r] = p
 	}
-	if opts.Script != "" && ag.Models[core.Primary] == nil {
-		p, err := s.provider(string(core.Primary), scriptModel(opts.Script), opts.ScriptOffset)
+	if opts.Script != "" && out[core.Primary] == nil {
+		p, err := s.provider(string(core.Primary), scriptModel(opts.Script), opts)
 		if err != nil {
 			return nil, err
 		}
-		ag.Models[core.Primary] = p
+		out[core.Primary] = p
 	}
-	ag.Source = s.sourceWith(opts)
-	return ag, nil
+	return out, nil
 }
+
+// Secrets reads the agent's secret variables (shell.Agent.Secrets): the
+// values to redact from what is shown of its runs.
+func (s *Spec) Secrets() []shell.Secret { return s.secrets() }
 
 // scriptModel is the model a --script override answers with.
 func scriptModel(path string) Model {
@@ -105,12 +130,12 @@ func scriptModel(path string) Model {
 }
 
 // provider builds one model role through its entry in the provider table.
-func (s *Spec) provider(role string, m Model, offset int) (shell.ModelProvider, error) {
+func (s *Spec) provider(role string, m Model, opts BuildOptions) (shell.ModelProvider, error) {
 	e, ok := models.Providers().Lookup(m.Provider)
 	if !ok {
 		return nil, fmt.Errorf("unknown provider %q", m.Provider)
 	}
-	b := provider.Build{Settings: m.Settings, Retry: s.modelRetry[role], ScriptOffset: offset}
+	b := provider.Build{Settings: m.Settings, Retry: s.modelRetry[role], ScriptOffset: opts.ScriptOffset, Render: opts.Render}
 	b.Script = s.Resolve(m.Script)
 	b.Timeout, _ = duration(m.Timeout)
 	if m.MaxRetries != 0 && b.Retry.Attempts == 0 {

@@ -142,6 +142,11 @@
 // provider read before, a field of provider.Settings, which Model embeds),
 // and adding that Entry to shell/models.Providers.
 //
+// Models builds the providers alone (no tool, no MCP server); with
+// BuildOptions.Render they only render requests and read no API key.
+// RenderStep uses it to render what the model received at a recorded step
+// (shell.RenderModelCall), with the agent the run followed at that step.
+//
 // # Retries
 //
 // A retry table says how a transient failure (a 429, a 5xx, a refused

@@ -16,7 +16,7 @@ func Entry() provider.Entry {
 		New: func(b provider.Build) (shell.ModelProvider, error) {
 			return New(Options{
 				BaseURL: b.BaseURL, Model: b.Model, APIKeyEnv: b.APIKeyEnv, Timeout: b.Timeout, Retry: b.Retry,
-				Temperature: b.Temperature, MaxTokens: b.MaxTokens, NoStream: b.NoStream, ThinkingBudget: b.ThinkingBudget,
+				Temperature: b.Temperature, MaxTokens: b.MaxTokens, NoStream: b.NoStream, RenderOnly: b.Render, ThinkingBudget: b.ThinkingBudget,
 			})
 		},
 	}

@@ -17,7 +17,7 @@ func Entry() provider.Entry {
 		New: func(b provider.Build) (shell.ModelProvider, error) {
 			return New(Options{
 				BaseURL: b.BaseURL, Model: b.Model, APIKeyEnv: b.APIKeyEnv, Timeout: b.Timeout, Retry: b.Retry,
-				Temperature: b.Temperature, MaxTokens: b.MaxTokens, Accepts: b.Accepts, NoStream: b.NoStream,
+				Temperature: b.Temperature, MaxTokens: b.MaxTokens, Accepts: b.Accepts, NoStream: b.NoStream, RenderOnly: b.Render,
 			})
 		},
 	}

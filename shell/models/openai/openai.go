@@ -74,6 +74,10 @@ type Options struct {
 	// AcceptAudio. Attachments of those kinds are sent to it as content
 	// parts; others stay text placeholders (the default: none).
 	Accepts []string
+	// RenderOnly builds a provider that renders requests (RenderRequest)
+	// and sends none: the API key's variable is not read (its marker
+	// stands in for the key) and Complete fails permanently.
+	RenderOnly bool
 }
 
 // Provider is a shell.ModelProvider for one model at one OpenAI-compatible
@@ -88,7 +92,10 @@ type Provider struct {
 	accepts     accepts
 }
 
-var _ shell.ModelProvider = (*Provider)(nil)
+var (
+	_ shell.ModelProvider   = (*Provider)(nil)
+	_ shell.RequestRenderer = (*Provider)(nil)
+)
 
 // New checks opts, reads the API key from the named variable and returns a
 // Provider. A named variable that is unset or empty is an error.
@@ -101,7 +108,7 @@ func New(opts Options) (*Provider, error) {
 	base, key, err := httpcall.Open(httpcall.Setup{
 		Name: Name, Model: o.Model, BaseURL: o.BaseURL, APIKeyEnv: o.APIKeyEnv,
 		Timeout: o.Timeout, Retry: o.Retry, MaxTokens: o.MaxTokens, Problems: problems, Check: checkCompletion,
-		HTTPClient: o.HTTPClient, Sleep: o.Sleep, Rand: o.Rand, Now: o.Now,
+		HTTPClient: o.HTTPClient, Sleep: o.Sleep, Rand: o.Rand, Now: o.Now, RenderOnly: o.RenderOnly,
 		Explain: httpcall.Provider{
 			NotFound: func(said string) error {
 				return httpcall.Permanentf("model %q or endpoint not found at %s (404)%s%s", o.Model, o.BaseURL, said, versionHint(o.BaseURL))
@@ -182,12 +189,29 @@ func (p *Provider) Complete(ctx context.Context, req shell.ModelRequest) (core.M
 	if err != nil {
 		return core.ModelReply{}, err
 	}
-	return p.base.Complete(ctx, req.OnRetry, func(ctx context.Context) (core.ModelReply, error) {
+	return p.base.Complete(ctx, req.OnRetry, p.attempt(creq, req.OnDelta))
+}
+
+// RenderRequest renders the request Complete sends for req
+// (shell.RequestRenderer): one attempt of it, which go-openai builds and
+// the audio rewrite edits as for Complete, kept instead of sent.
+func (p *Provider) RenderRequest(req shell.ModelRequest) (shell.RenderedRequest, error) {
+	creq, err := p.chatRequest(req)
+	if err != nil {
+		return shell.RenderedRequest{}, err
+	}
+	return p.base.Render(p.attempt(creq, nil))
+}
+
+// attempt is one attempt of a request: what Complete retries and
+// RenderRequest renders.
+func (p *Provider) attempt(creq goopenai.ChatCompletionRequest, onDelta func(shell.ModelDelta)) func(ctx context.Context) (core.ModelReply, error) {
+	return func(ctx context.Context) (core.ModelReply, error) {
 		if p.stream {
-			return p.streamed(ctx, creq, req.OnDelta)
+			return p.streamed(ctx, creq, onDelta)
 		}
 		return p.whole(ctx, creq)
-	})
+	}
 }
 
 // whole makes one attempt without streaming.

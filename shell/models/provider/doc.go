@@ -15,7 +15,8 @@
 //   - Entry.Check checks the values of the entry's own keys; its errors
 //     are *KeyError, naming the key they are about. Entry.New builds the
 //     provider; it reads the API key's variable, nothing else of the
-//     environment.
+//     environment (and not that with Build.Render: a provider built to
+//     render requests, shell.RequestRenderer, reads no key or file).
 //   - A Table is a plain list: no registry to mutate, no init order. The
 //     table shell/agent and telemetry read is shell/models.Providers.
 //

@@ -65,6 +65,11 @@ type Build struct {
 	// ScriptOffset is the number of model calls made before a script
 	// starts answering (a fork continues a run on a new script).
 	ScriptOffset int
+	// Render builds the provider to render requests only
+	// (shell.RequestRenderer), for a tool that shows what a recorded run
+	// sent: it reads no API key (its marker stands in for it) nor script
+	// file, and its Complete fails.
+	Render bool
 }
 
 // Takes reports whether the provider takes key, of the keys only some

@@ -58,6 +58,10 @@ type Options struct {
 	Sleep func(ctx context.Context, d time.Duration) error
 	Rand  func() float64
 	Now   func() time.Time
+	// RenderOnly builds a provider that renders requests (RenderRequest)
+	// and sends none: the API key's variable is not read (its marker
+	// stands in for the key) and Complete fails permanently.
+	RenderOnly bool
 }
 
 // Provider is a shell.ModelProvider for one model of the Responses API. It
@@ -68,7 +72,10 @@ type Provider struct {
 	o    Options
 }
 
-var _ shell.ModelProvider = (*Provider)(nil)
+var (
+	_ shell.ModelProvider   = (*Provider)(nil)
+	_ shell.RequestRenderer = (*Provider)(nil)
+)
 
 // New checks opts, reads the API key from the named variable and returns a
 // Provider. A named variable that is unset or empty is an error.
@@ -84,7 +91,7 @@ func New(opts Options) (*Provider, error) {
 	base, key, err := httpcall.Open(httpcall.Setup{
 		Name: Name, Model: o.Model, BaseURL: o.BaseURL, DefaultBaseURL: DefaultBaseURL, APIKeyEnv: o.APIKeyEnv,
 		Timeout: o.Timeout, Retry: o.Retry, MaxTokens: o.MaxTokens, Problems: problems, Check: checkResponse,
-		HTTPClient: o.HTTPClient, Sleep: o.Sleep, Rand: o.Rand, Now: o.Now,
+		HTTPClient: o.HTTPClient, Sleep: o.Sleep, Rand: o.Rand, Now: o.Now, RenderOnly: o.RenderOnly,
 	})
 	if err != nil {
 		return nil, err
@@ -111,19 +118,36 @@ func (p *Provider) Complete(ctx context.Context, req shell.ModelRequest) (core.M
 	if err != nil {
 		return core.ModelReply{}, err
 	}
-	return p.base.Complete(ctx, req.OnRetry, func(ctx context.Context) (core.ModelReply, error) {
+	return p.base.Complete(ctx, req.OnRetry, p.attempt(params, req.OnDelta))
+}
+
+// RenderRequest renders the request Complete sends for req
+// (shell.RequestRenderer): one attempt of it, which the SDK builds as for
+// Complete, kept instead of sent.
+func (p *Provider) RenderRequest(req shell.ModelRequest) (shell.RenderedRequest, error) {
+	params, err := p.params(req)
+	if err != nil {
+		return shell.RenderedRequest{}, err
+	}
+	return p.base.Render(p.attempt(params, nil))
+}
+
+// attempt is one attempt of a request: what Complete retries and
+// RenderRequest renders.
+func (p *Provider) attempt(params oresp.ResponseNewParams, onDelta func(shell.ModelDelta)) func(ctx context.Context) (core.ModelReply, error) {
+	return func(ctx context.Context) (core.ModelReply, error) {
 		var resp *oresp.Response
 		var err error
 		if p.o.NoStream {
 			resp, err = p.svc.New(ctx, params)
 		} else {
-			resp, err = p.streamed(ctx, params, req.OnDelta)
+			resp, err = p.streamed(ctx, params, onDelta)
 		}
 		if err != nil {
 			return core.ModelReply{}, err
 		}
 		return replyOf(resp)
-	})
+	}
 }
 
 // streamed makes one streamed attempt and returns the final response.

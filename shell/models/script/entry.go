@@ -19,6 +19,10 @@ func Entry() provider.Entry {
 		Keys:     []string{"script"},
 		Check:    check,
 		New: func(b provider.Build) (shell.ModelProvider, error) {
+			if b.Render {
+				// Rendering reads no reply: the script need not exist.
+				return (&Provider{name: b.Script}).WithOffset(b.ScriptOffset), nil
+			}
 			p, err := Load(b.Script)
 			if err != nil {
 				return nil, err

@@ -19,7 +19,10 @@ type Provider struct {
 	offset  int
 }
 
-var _ shell.ModelProvider = (*Provider)(nil)
+var (
+	_ shell.ModelProvider   = (*Provider)(nil)
+	_ shell.RequestRenderer = (*Provider)(nil)
+)
 
 // Load parses the script at path. Errors name the path as given.
 func Load(path string) (*Provider, error) {
@@ -80,11 +83,14 @@ func (p *Provider) Complete(ctx context.Context, req shell.ModelRequest) (core.M
 	return out, nil
 }
 
+// replyNumber is the number (from 1) of the reply that answers call.
+func (p *Provider) replyNumber(call int) int { return call - p.offset }
+
 func (p *Provider) replyFor(call int) (reply, error) {
 	if call < 1 {
 		return reply{}, permanentf("script %q: model call number %d is not valid; the runner must number model calls from 1 (ModelRequest.Call)", p.name, call)
 	}
-	i := call - p.offset
+	i := p.replyNumber(call)
 	if i < 1 || i > len(p.replies) {
 		if p.offset == 0 {
 			return reply{}, permanentf("script %q: no reply for model call %d (the script has %d)", p.name, call, len(p.replies))

@@ -165,6 +165,10 @@ func Plain(ctx context.Context) []byte {
 // event stream is returned as it arrives; any other 2xx reply is read
 // whole and vetted (see Plain).
 func (c *Client) Do(req *http.Request) (*http.Response, error) {
+	if k := capturing(req.Context()); k != nil {
+		// A rendered attempt (Base.Render): kept, not sent.
+		return nil, k.keep(req)
+	}
 	a := attemptOf(req.Context())
 	if a != nil {
 		a.mu.Lock()

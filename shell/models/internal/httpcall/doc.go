@@ -38,6 +38,13 @@
 //   - When ctx ends, Call returns ctx.Err() at once, whether it was waiting
 //     on the server, on a stream or on a backoff.
 //
+// Base.Render runs one attempt under a context in which Do keeps the
+// request the SDK hands it and returns an error instead of sending it:
+// the provider's RenderRequest (shell.RequestRenderer) is then the bytes
+// its Complete sends, built by the same code. A Base opened RenderOnly
+// reads no API key (its marker "[redacted:NAME]" stands in for it) and
+// its Complete fails permanently.
+//
 // A 2xx reply that is not an event stream (a server that ignores
 // "stream": true, or a request that did not ask for one) is read whole by
 // Do, vetted by Options.Check, and kept: Plain returns it, so a provider

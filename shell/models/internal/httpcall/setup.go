@@ -40,6 +40,11 @@ type Setup struct {
 	// Explain words the provider's failures (Explain); Who is set by
 	// Open.
 	Explain Provider
+	// RenderOnly opens a Base that renders requests (Render) and sends
+	// none: the API key's variable is not read, its marker
+	// "[redacted:NAME]" stands in for the key, and Complete fails
+	// permanently. A tool that shows what a run sent needs no key.
+	RenderOnly bool
 }
 
 // Base is the part every HTTP provider holds: its endpoint, its client,
@@ -52,11 +57,16 @@ type Base struct {
 	// HTTP makes the attempts: the SDK's HTTP client.
 	HTTP    *Client
 	explain Provider
+	// key is the API key (its marker when renderOnly), for Render to
+	// redact.
+	key        string
+	renderOnly bool
 }
 
 // Open checks s, reads the API key from the variable s.APIKeyEnv names
-// ("" when it names none) and makes the client. A named variable that is
-// unset or empty is an error; so are a missing model, a base URL that is
+// ("" when it names none; its marker with RenderOnly) and makes the
+// client. A named variable that is unset or empty is an error (unless
+// RenderOnly); so are a missing model, a base URL that is
 // not http(s), a negative timeout or max tokens, an invalid retry policy
 // and s.Problems, all reported at once.
 func Open(s Setup) (*Base, string, error) {
@@ -84,7 +94,10 @@ func Open(s Setup) (*Base, string, error) {
 		return nil, "", fmt.Errorf("%s: %s", s.Name, strings.Join(errs, "; "))
 	}
 	key := ""
-	if s.APIKeyEnv != "" {
+	switch {
+	case s.APIKeyEnv != "" && s.RenderOnly:
+		key = "[redacted:" + s.APIKeyEnv + "]"
+	case s.APIKeyEnv != "":
 		if key = os.Getenv(s.APIKeyEnv); key == "" {
 			return nil, "", fmt.Errorf("%s: the variable %s, named to hold the API key, is unset or empty", s.Name, s.APIKeyEnv)
 		}
@@ -96,7 +109,9 @@ func Open(s Setup) (*Base, string, error) {
 			HTTP: s.HTTPClient, Policy: s.Retry, Timeout: s.Timeout, Check: s.Check,
 			Sleep: s.Sleep, Rand: s.Rand, Now: s.Now,
 		}),
-		explain: s.Explain,
+		explain:    s.Explain,
+		key:        key,
+		renderOnly: s.RenderOnly,
 	}
 	b.explain.Who = b.Endpoint
 	b.explain.KeyEnv = s.APIKeyEnv
@@ -106,6 +121,9 @@ func Open(s Setup) (*Base, string, error) {
 // Complete makes the attempts of one request (Client.Call) and turns a
 // failure into the error a provider's Complete returns (Explain).
 func (b *Base) Complete(ctx context.Context, onRetry func(shell.ModelRetry), attempt func(ctx context.Context) (core.ModelReply, error)) (core.ModelReply, error) {
+	if b.renderOnly {
+		return core.ModelReply{}, Permanentf("%s: built to render requests only, it sends none", b.Endpoint)
+	}
 	var reply core.ModelReply
 	err := b.HTTP.Call(ctx, onRetry, func(ctx context.Context) error {
 		var err error

@@ -72,3 +72,45 @@ func JSONString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }
+
+// RendersAsSent checks that p renders req (shell.RequestRenderer) as the
+// request sent got, the request srv received when p's Complete was called
+// with req: the same method and URL, the body byte for byte, and each
+// header rendered as it arrived, except the credentials, which are
+// redacted (key, the API key, appears nowhere in what is rendered).
+func RendersAsSent(t *testing.T, p shell.ModelProvider, req shell.ModelRequest, srv *mt.Server, got mt.Request, key string) shell.RenderedRequest {
+	t.Helper()
+	r, ok := p.(shell.RequestRenderer)
+	if !ok {
+		t.Fatalf("%T is not a shell.RequestRenderer", p)
+	}
+	out, err := r.RenderRequest(req)
+	if err != nil {
+		t.Fatalf("RenderRequest: %v", err)
+	}
+	if string(out.Body) != string(got.Body) {
+		t.Errorf("rendered body:\n%s\nsent:\n%s", out.Body, got.Body)
+	}
+	url := srv.URL + got.Path
+	if got.Query != "" {
+		url += "?" + got.Query
+	}
+	if out.Method != got.Method || out.URL != url {
+		t.Errorf("rendered %s %s, sent %s %s", out.Method, out.URL, got.Method, url)
+	}
+	for name, v := range out.Headers {
+		sent := strings.Join(got.Header.Values(name), ", ")
+		switch lower := strings.ToLower(name); {
+		case lower == "authorization" || lower == "x-api-key" || lower == "api-key":
+			if !strings.Contains(v, "[redacted") || (key != "" && !strings.Contains(sent, key)) {
+				t.Errorf("header %s: rendered %q, sent %q: want the key redacted", name, v, sent)
+			}
+		case v != sent:
+			t.Errorf("header %s: rendered %q, sent %q", name, v, sent)
+		}
+	}
+	if key != "" && strings.Contains(CompactJSON(out), key) {
+		t.Errorf("the rendered request holds the API key: %s", CompactJSON(out))
+	}
+	return out
+}
