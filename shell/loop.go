@@ -321,7 +321,7 @@ func (r *Runner) callModel(ctx context.Context, ag *Agent, cur *cursor, a core.R
 		return nil, fmt.Errorf("%w %s", ErrNoProvider, a.Role)
 	}
 	start := time.Now()
-	req := modelRequest(a, cur.st) // the state checkpointed with a (RenderModelCall rebuilds it)
+	req := modelRequest(ag.Config, a, cur.st) // the state checkpointed with a (RenderModelCall rebuilds it)
 	stream := r.modelStream(&req, cur, a.Role, x)
 	reply, err := p.Complete(ctx, req)
 	stream.flush()

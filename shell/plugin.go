@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"encoding/json"
 	"context"
 	"errors"
 	"time"
@@ -19,6 +20,12 @@ type ModelRequest struct {
 	Messages []core.Message
 	// Tools are sent natively (OpenAI "tools") when non-empty.
 	Tools []core.Tool
+	// OutputSchema, when set, is the JSON Schema the final answer must
+	// fit (the agent's [output]): a provider with native structured output
+	// asks the model for it (chat completions' json_schema response
+	// format, the Responses API's text format); the core checks the answer
+	// whatever the provider did.
+	OutputSchema json.RawMessage
 	// OnDelta, when set, is told of the reply as it streams in, piece by
 	// piece, on the goroutine that called Complete; it must return
 	// quickly. It only shows progress: the reply is what Complete

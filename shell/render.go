@@ -60,13 +60,13 @@ var (
 )
 
 // RenderModelCall renders the request the model call of a recorded step
-// made, with models, the providers of the agent the run followed at that
-// step. The ModelRequest is the one the runner made for it (modelRequest),
+// made, with models and cfg, the providers and config of the agent the run
+// followed at that step. The ModelRequest is the one the runner made for it (modelRequest),
 // so its Call is the run's count of model calls at that step. A step whose
 // action is not a model call is ErrNoModelCall, with the action described;
 // a role without a provider is ErrNoProvider; a provider that is not a
 // RequestRenderer is ErrNotRenderable.
-func RenderModelCall(rec store.StepRecord, models map[core.ModelRole]ModelProvider) (StepRequest, error) {
+func RenderModelCall(rec store.StepRecord, models map[core.ModelRole]ModelProvider, cfg core.Config) (StepRequest, error) {
 	a, ok := rec.Action.(core.RequestModelCall)
 	if !ok {
 		what := "it is the run's start"
@@ -83,7 +83,7 @@ func RenderModelCall(rec store.StepRecord, models map[core.ModelRole]ModelProvid
 	if !ok {
 		return StepRequest{}, fmt.Errorf("step %d: %w (%T)", rec.Seq, ErrNotRenderable, p)
 	}
-	req := modelRequest(a, rec.State)
+	req := modelRequest(cfg, a, rec.State)
 	out, err := r.RenderRequest(req)
 	if err != nil {
 		return StepRequest{}, fmt.Errorf("step %d: render the %s model's request: %w", rec.Seq, a.Role, err)
@@ -94,6 +94,10 @@ func RenderModelCall(rec store.StepRecord, models map[core.ModelRole]ModelProvid
 // modelRequest is the request the runner makes of a model call: next is
 // the state the call's action leads to (core.Action.Next, the state
 // checkpointed with it), whose count of model calls numbers the call.
-func modelRequest(a core.RequestModelCall, next core.State) ModelRequest {
-	return ModelRequest{Role: a.Role, Call: next.Counters.ModelCalls, Messages: a.Messages, Tools: a.Tools}
+func modelRequest(cfg core.Config, a core.RequestModelCall, next core.State) ModelRequest {
+	req := ModelRequest{Role: a.Role, Call: next.Counters.ModelCalls, Messages: a.Messages, Tools: a.Tools}
+	if cfg.Output != nil && a.Role == core.Primary && next.Phase != core.PhaseCompact {
+		req.OutputSchema = cfg.Output.Schema
+	}
+	return req
 }

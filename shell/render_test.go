@@ -54,7 +54,7 @@ func TestRenderModelCallIsWhatTheModelGot(t *testing.T) {
 	}
 	calls, others := 0, 0
 	err = db.Steps(context.Background(), out.RunID, func(rec store.StepRecord) error {
-		got, err := shell.RenderModelCall(rec, ag.Models)
+		got, err := shell.RenderModelCall(rec, ag.Models, ag.Config)
 		if _, ok := rec.Action.(core.RequestModelCall); !ok {
 			others++
 			if !errors.Is(err, shell.ErrNoModelCall) {
@@ -69,12 +69,12 @@ func TestRenderModelCallIsWhatTheModelGot(t *testing.T) {
 			t.Errorf("step %d renders call %d as\n%s\nthe model got\n%v", rec.Seq, got.Call, got.Body, model.got)
 		}
 		calls++
-		if _, err := shell.RenderModelCall(rec, map[core.ModelRole]shell.ModelProvider{}); !errors.Is(err, shell.ErrNoProvider) {
+		if _, err := shell.RenderModelCall(rec, map[core.ModelRole]shell.ModelProvider{}, ag.Config); !errors.Is(err, shell.ErrNoProvider) {
 			t.Errorf("no provider: %v", err)
 		}
 		// Embedding the interface passes Complete on, not RenderRequest.
 		plain := struct{ shell.ModelProvider }{model}
-		if _, err := shell.RenderModelCall(rec, map[core.ModelRole]shell.ModelProvider{core.Primary: plain}); !errors.Is(err, shell.ErrNotRenderable) {
+		if _, err := shell.RenderModelCall(rec, map[core.ModelRole]shell.ModelProvider{core.Primary: plain}, ag.Config); !errors.Is(err, shell.ErrNotRenderable) {
 			t.Errorf("a provider that cannot render: %v", err)
 		}
 		return nil

@@ -59,7 +59,7 @@ func RenderStep(ctx context.Context, st StepReader, runID string, seq int) (shel
 	if err != nil {
 		return shell.StepRequest{}, fmt.Errorf("run %s step %d: the recorded agent: %w", runID, seq, err)
 	}
-	out, err := shell.RenderModelCall(rec, models)
+	out, err := shell.RenderModelCall(rec, models, spec.Config)
 	if err != nil {
 		return shell.StepRequest{}, err
 	}
