@@ -98,6 +98,11 @@ type apiRun struct {
 	Usage           *apiUsage    `json:"usage,omitempty"`
 	ToolsUsed       []string     `json:"tools_used,omitempty"`
 	Sources         []string     `json:"sources,omitempty"`
+	// Turns counts the user messages the run has taken: its input (or the
+	// user messages of the history it started from) and each message sent
+	// to it since, once folded in (store.RunInfo.Turns); a message still
+	// waiting in the run's inbox is not counted yet.
+	Turns int `json:"turns"`
 }
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
@@ -113,7 +118,7 @@ func shownStatus(ri store.RunInfo, now time.Time) store.Status {
 
 func runOf(ri store.RunInfo, now time.Time) apiRun {
 	r := apiRun{ID: ri.ID, Agent: ri.Agent, Status: string(shownStatus(ri, now)), Created: stamp(ri.Created), Updated: stamp(ri.Updated),
-		Input: ri.Input, Answer: ri.Answer, Reason: ri.Reason, StallAttempts: ri.StallAttempts, Steps: ri.LastSeq, Pending: []apiCall{}}
+		Input: ri.Input, Answer: ri.Answer, Reason: ri.Reason, StallAttempts: ri.StallAttempts, Steps: ri.LastSeq, Turns: ri.Turns, Pending: []apiCall{}}
 	if r.Status != string(ri.Status) {
 		r.StoredStatus = string(ri.Status)
 	}
