@@ -26,17 +26,7 @@ func TestTakeOverInTheAPI(t *testing.T) {
 		if run.Status != "awaiting_tool_results" {
 			t.Fatalf("run: %+v", run)
 		}
-		// The answer comes once the run paused; the worker lets its lease
-		// go just after.
-		for deadline := time.Now().Add(5 * time.Second); run.Holder != nil && time.Now().Before(deadline); {
-			time.Sleep(5 * time.Millisecond)
-			f.do("GET", "/v1/runs/"+run.ID, nil).json(t, &run)
-		}
-		l, err := st.Acquire(ctx, run.ID, store.LeaseRequest{Owner: "elsewhere/1/x", TTL: time.Hour})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return run, l
+		return run, acquireReleased(t, st, run.ID, store.LeaseRequest{Owner: "elsewhere/1/x", TTL: time.Hour})
 	}
 	recorded := func(id, by string) {
 		t.Helper()
