@@ -213,6 +213,13 @@ type apiStep struct {
 	Messages []core.Message `json:"messages"`
 	Counters apiCounters    `json:"counters"`
 	Usage    apiUsage       `json:"usage"`
+	// Turn is the user turn the run is in after this step, from 1 (a run
+	// started from a history begins at its number of user messages): a
+	// user message begins a turn when the run takes it into the
+	// conversation, which for a message sent while the run worked is at
+	// its next model call (core.State.UserTurns; stepwise show groups
+	// steps by it).
+	Turn int `json:"turn"`
 }
 
 // apiAction is a step's decision: its kind ("model", "tools", "external",
@@ -240,7 +247,7 @@ type apiResult struct {
 
 func stepOf(rec store.StepRecord, prevMessages int) apiStep {
 	st := rec.State
-	s := apiStep{Seq: rec.Seq, Created: stamp(rec.Created), Status: string(store.StatusRunning), Messages: []core.Message{},
+	s := apiStep{Seq: rec.Seq, Created: stamp(rec.Created), Status: string(store.StatusRunning), Messages: []core.Message{}, Turn: st.UserTurns(),
 		Counters: apiCounters{Steps: rec.Seq, Requests: st.Counters.Steps, ModelCalls: st.Counters.ModelCalls, Corrections: st.Counters.Corrections, Escalations: st.Counters.Escalations},
 		Usage:    apiUsage{PromptTokens: st.Counters.PromptTokens, CompletionTokens: st.Counters.CompletionTokens}}
 	if prevMessages < len(st.Messages) {

@@ -99,7 +99,8 @@ func render(t *testing.T, msgs []apiMessage) string {
 // TestConversationOverHTTP: a run answers, takes the user's next message
 // (202, running again), answers it after a tool call, and a third; turns
 // counts the messages; GET /messages is the conversation in the OpenAI
-// format; each message is a step of its own whose result is the message.
+// format; each message is a step of its own whose result is the message,
+// and begins a turn (the steps' turn).
 func TestConversationOverHTTP(t *testing.T) {
 	f := newFixture(t, Config{Workers: 2})
 	r := f.do("POST", "/v1/runs", map[string]any{"agent": "chat", "input": "hi", "options": map[string]string{"wait": "5s"}})
@@ -142,7 +143,13 @@ func TestConversationOverHTTP(t *testing.T) {
 	// that answered.
 	var steps struct{ Steps []apiStep }
 	f.do("GET", "/v1/runs/"+id+"/steps", nil).json(t, &steps)
-	var messages []string
+	var messages, turns []string
+	for _, s := range steps.Steps {
+		turns = append(turns, strconv.Itoa(s.Turn))
+	}
+	if strings.Join(turns, ",") != "1,1,1,2,2,2,2,3,3" {
+		t.Errorf("the steps' turns: %v", turns)
+	}
 	for i, s := range steps.Steps {
 		if s.Result == nil || s.Result.Kind != "user_message" {
 			continue
@@ -306,6 +313,18 @@ func TestRacingMessages(t *testing.T) {
 		if strings.Join(mine, ",") != who+"1,"+who+"2,"+who+"3" {
 			t.Errorf("client %s's messages arrived as %v", who, mine)
 		}
+	}
+	// Every message begins a turn, in order: the steps' turns never go
+	// back, and end at the seventh.
+	var steps struct{ Steps []apiStep }
+	f.do("GET", "/v1/runs/"+run.ID+"/steps", nil).json(t, &steps)
+	for i, s := range steps.Steps {
+		if i > 0 && s.Turn < steps.Steps[i-1].Turn {
+			t.Errorf("step %d is in turn %d, after turn %d", s.Seq, s.Turn, steps.Steps[i-1].Turn)
+		}
+	}
+	if last := steps.Steps[len(steps.Steps)-1]; last.Turn != 7 {
+		t.Errorf("the last step is in turn %d, want 7", last.Turn)
 	}
 	// The stream: each message event comes right before the step that
 	// folded it in, in the conversation's order.
