@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -321,5 +322,47 @@ func TestPythonClient(t *testing.T) {
 	_ = cmd.Run()
 	if !strings.Contains(errb.String(), "answered call_approve") {
 		t.Fatalf("over budget: %s", errb.String())
+	}
+}
+
+// TestPythonChat: the example conversation client (Python, standard
+// library only) holds a conversation with a run of the chat agent over
+// HTTP: each message's answer in order, the second turn's after a tool
+// call; then one from a message history, with messages typed on stdin,
+// until the scripted model has no more replies and the run fails (exit 1).
+func TestPythonChat(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("NOT TESTED: python3 is not installed, so examples/python/chat.py did not run")
+	}
+	db := filepath.Join(t.TempDir(), "serve.db")
+	s := startServe(t, db, "../../testdata/agents")
+	chat := func(stdin string, args ...string) (stdout, stderr string, code int) {
+		t.Helper()
+		cmd := exec.Command(python, append([]string{"examples/python/chat.py", "--url", s.url, "--agent", "chat"}, args...)...)
+		cmd.Dir = "../.."
+		cmd.Stdin = strings.NewReader(stdin)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			t.Fatalf("the client: %v\nserver:\n%s", err, s.logText())
+		}
+		return out.String(), errb.String(), cmd.ProcessState.ExitCode()
+	}
+	out, errs, code := chat("", "--say", "Hello", "--say", "How much is the desk lamp?", "--say", "Thanks")
+	want := "Hello! I can look up office equipment prices.\nThe desk lamp costs 42.50 EUR.\nYou're welcome. Goodbye!\n"
+	if code != 0 || out != want || !strings.Contains(errs, "read_file") || !strings.Contains(errs, "3 turns answered") {
+		t.Fatalf("exit %d\nstdout %q\nstderr %s\nserver:\n%s", code, out, errs, s.logText())
+	}
+	history := filepath.Join(t.TempDir(), "history.json")
+	if err := os.WriteFile(history, []byte(`[{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"},
+		{"role": "assistant", "content": "Hello."}, {"role": "user", "content": "Prices?"}]`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errs, code = chat("How much is the desk lamp?\nThanks\nAnything else?\n", "--history", history)
+	if code != 1 || out != want || !strings.Contains(errs, "failed") || !strings.Contains(errs, "no reply for model call 5") {
+		t.Fatalf("from a history: exit %d\nstdout %q\nstderr %s", code, out, errs)
 	}
 }

@@ -98,6 +98,11 @@ type apiRun struct {
 	Usage           *apiUsage    `json:"usage,omitempty"`
 	ToolsUsed       []string     `json:"tools_used,omitempty"`
 	Sources         []string     `json:"sources,omitempty"`
+	// Turns counts the user messages the run has taken: its input (or the
+	// user messages of the history it started from) and each message sent
+	// to it since, once folded in (store.RunInfo.Turns); a message still
+	// waiting in the run's inbox is not counted yet.
+	Turns int `json:"turns"`
 }
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
@@ -113,7 +118,7 @@ func shownStatus(ri store.RunInfo, now time.Time) store.Status {
 
 func runOf(ri store.RunInfo, now time.Time) apiRun {
 	r := apiRun{ID: ri.ID, Agent: ri.Agent, Status: string(shownStatus(ri, now)), Created: stamp(ri.Created), Updated: stamp(ri.Updated),
-		Input: ri.Input, Answer: ri.Answer, Reason: ri.Reason, StallAttempts: ri.StallAttempts, Steps: ri.LastSeq, Pending: []apiCall{}}
+		Input: ri.Input, Answer: ri.Answer, Reason: ri.Reason, StallAttempts: ri.StallAttempts, Steps: ri.LastSeq, Turns: ri.Turns, Pending: []apiCall{}}
 	if r.Status != string(ri.Status) {
 		r.StoredStatus = string(ri.Status)
 	}
@@ -208,6 +213,13 @@ type apiStep struct {
 	Messages []core.Message `json:"messages"`
 	Counters apiCounters    `json:"counters"`
 	Usage    apiUsage       `json:"usage"`
+	// Turn is the user turn the run is in after this step, from 1 (a run
+	// started from a history begins at its number of user messages): a
+	// user message begins a turn when the run takes it into the
+	// conversation, which for a message sent while the run worked is at
+	// its next model call (core.State.UserTurns; stepwise show groups
+	// steps by it).
+	Turn int `json:"turn"`
 }
 
 // apiAction is a step's decision: its kind ("model", "tools", "external",
@@ -235,7 +247,7 @@ type apiResult struct {
 
 func stepOf(rec store.StepRecord, prevMessages int) apiStep {
 	st := rec.State
-	s := apiStep{Seq: rec.Seq, Created: stamp(rec.Created), Status: string(store.StatusRunning), Messages: []core.Message{},
+	s := apiStep{Seq: rec.Seq, Created: stamp(rec.Created), Status: string(store.StatusRunning), Messages: []core.Message{}, Turn: st.UserTurns(),
 		Counters: apiCounters{Steps: rec.Seq, Requests: st.Counters.Steps, ModelCalls: st.Counters.ModelCalls, Corrections: st.Counters.Corrections, Escalations: st.Counters.Escalations},
 		Usage:    apiUsage{PromptTokens: st.Counters.PromptTokens, CompletionTokens: st.Counters.CompletionTokens}}
 	if prevMessages < len(st.Messages) {

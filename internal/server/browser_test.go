@@ -58,8 +58,8 @@ func browserTools(t *testing.T) (node, chromium string) {
 // against a real server (testdata/browser/inspector.mjs says what it
 // does: a token prompt, the list, keyboard use, answering a paused run
 // and watching it complete live, a fork with an edited tool result, replay,
-// the dark scheme), then checks from the API that what the page did
-// happened.
+// a conversation carried on from the message box, the dark scheme), then
+// checks from the API that what the page did happened.
 // A third run streams its model's reply, which the page shows as it comes.
 func TestInspectorInBrowser(t *testing.T) {
 	node, chromium := browserTools(t)
@@ -110,6 +110,14 @@ func TestInspectorInBrowser(t *testing.T) {
 	want(t, r, http.StatusCreated)
 	var streamed apiRun
 	r.json(t, &streamed)
+	// A conversation that answered its first turn and waits for the user.
+	r = f.do("POST", "/v1/runs", map[string]any{"agent": "chat", "input": "hi", "options": map[string]string{"wait": "5s"}}, auth...)
+	want(t, r, http.StatusCreated)
+	var chat apiRun
+	r.json(t, &chat)
+	if chat.Status != "completed" || chat.Answer != "answer 1" {
+		t.Fatalf("chat run: %s", r.body)
+	}
 
 	shots := os.Getenv("STEPWISE_SHOTS") // a directory to keep the screenshots in
 	if shots == "" {
@@ -122,7 +130,7 @@ func TestInspectorInBrowser(t *testing.T) {
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 10 * time.Second
 	cmd.Env = append(os.Environ(), "STEPWISE_URL="+f.url, "STEPWISE_TOKEN="+token, "CHROMIUM="+chromium,
-		"RUN_CLICK="+byMouse, "RUN_KEYS="+byKeys, "RUN_STREAM="+streamed.ID, "RUN_STALLED="+stalled, "SHOTS="+shots)
+		"RUN_CLICK="+byMouse, "RUN_KEYS="+byKeys, "RUN_STREAM="+streamed.ID, "RUN_STALLED="+stalled, "RUN_CHAT="+chat.ID, "SHOTS="+shots)
 	cmd.Stderr = &logWriter{t: t}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -181,6 +189,20 @@ func TestInspectorInBrowser(t *testing.T) {
 	}
 	if run := runAuthed(t, f, streamed.ID, auth); run.Status != "completed" || run.Answer != "Hello from the stream." {
 		t.Errorf("the streamed run: %s %q", run.Status, run.Answer)
+	}
+	if run := runAuthed(t, f, chat.ID, auth); run.Status != "completed" || run.Turns != 2 || run.Answer != "answer 2" {
+		t.Errorf("the conversation: %s, %d turns, %q", run.Status, run.Turns, run.Answer)
+	}
+	var conv messageList
+	f.do("GET", "/v1/runs/"+chat.ID+"/messages", nil, auth...).json(t, &conv)
+	var users []string
+	for _, m := range conv.Messages {
+		if m.Role == "user" {
+			users = append(users, *m.Content)
+		}
+	}
+	if strings.Join(users, "|") != "hi|How much is the desk lamp?" {
+		t.Errorf("the user's messages: %q, want the page's one message after the input", users)
 	}
 }
 

@@ -11,6 +11,13 @@
 // server killed with SIGKILL loses nothing: its runs' leases expire and
 // other workers take them over. See docs/adr/0014-service.md.
 //
+// A run is a conversation (docs/adr/0032-conversations.md): POST
+// /v1/runs/{id}/messages stores the user's next message in the run's inbox
+// (shell.Pool.Message) and leaves the run to the workers, like every other
+// request; a worker folds it in as a step of its own. GET
+// /v1/runs/{id}/messages lists the conversation in the OpenAI chat format,
+// and POST /v1/runs starts a run from one.
+//
 // Steps are numbered and counted as core's doc says ("Steps"): by seq from
 // 0, the start; a run's "steps" is its last seq. GET /v1/runs/{id}/steps
 // and the event stream give the same step for the same seq: the event

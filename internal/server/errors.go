@@ -16,6 +16,7 @@ import (
 const (
 	codeBadRequest          = "bad_request"            // a malformed body or parameter
 	codeInvalidResults      = "invalid_results"        // results that do not answer the pause: unknown, duplicate or missing ids
+	codeInvalidHistory      = "invalid_history"        // a message history a run cannot start from (core.ErrBadHistory)
 	codeNotFound            = "not_found"              // no such run, step or route
 	codeUnknownAgent        = "unknown_agent"          // no agent file of that name in the agents directory
 	codeInvalidAgent        = "invalid_agent"          // an agent file that does not load
@@ -38,7 +39,7 @@ const (
 )
 
 // errorCodes are all the codes, as openapi.json lists them.
-var errorCodes = []string{codeBadRequest, codeInvalidResults, codeNotFound, codeUnknownAgent, codeInvalidAgent, codeBusy,
+var errorCodes = []string{codeBadRequest, codeInvalidResults, codeInvalidHistory, codeNotFound, codeUnknownAgent, codeInvalidAgent, codeBusy,
 	codeAlreadyAnswered, codeNotPaused, codeEnded, codeTooLarge, codeUnauthorized, codeMethod, codeInternal,
 	codeUnavailable, codeForbiddenHost, codeForbiddenOrigin, codeMediaType, codeTooManyStreams, codeTimeout, codeInProgress, codeIdempotencyMismatch}
 
@@ -70,15 +71,20 @@ func classify(err error) *apiError {
 		return &apiError{http.StatusConflict, codeBusy, err.Error()}
 	case errors.Is(err, shell.ErrNotPaused):
 		return &apiError{http.StatusConflict, codeNotPaused, err.Error()}
-	case errors.Is(err, shell.ErrNotCancellable), errors.Is(err, shell.ErrRunEnded), errors.Is(err, store.ErrEnded):
+	case errors.Is(err, shell.ErrNotCancellable), errors.Is(err, shell.ErrRunEnded), errors.Is(err, store.ErrEnded),
+		errors.Is(err, core.ErrConversationEnded):
 		return &apiError{http.StatusConflict, codeEnded, err.Error()}
 	case errors.Is(err, shell.ErrBadResults), errors.Is(err, core.ErrUnknownCall), errors.Is(err, core.ErrDuplicateResult),
 		errors.Is(err, core.ErrMissingResults), errors.Is(err, core.ErrWrongResult), errors.Is(err, core.ErrNothingPending):
 		return &apiError{http.StatusBadRequest, codeInvalidResults, err.Error()}
 	case errors.Is(err, agent.ErrInvalid), errors.Is(err, core.ErrInvalidConfig):
 		return &apiError{http.StatusUnprocessableEntity, codeInvalidAgent, err.Error()}
-	case errors.Is(err, shell.ErrInputTooLarge):
+	case errors.Is(err, shell.ErrInputTooLarge), errors.Is(err, core.ErrMessageTooLarge):
 		return &apiError{http.StatusRequestEntityTooLarge, codeTooLarge, err.Error()}
+	case errors.Is(err, core.ErrEmptyMessage):
+		return &apiError{http.StatusBadRequest, codeBadRequest, err.Error()}
+	case errors.Is(err, core.ErrBadHistory):
+		return &apiError{http.StatusBadRequest, codeInvalidHistory, err.Error()}
 	}
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stepwise-agent/stepwise/core"
 	"github.com/stepwise-agent/stepwise/shell"
 	"github.com/stepwise-agent/stepwise/store"
 )
@@ -214,6 +215,11 @@ func (s *Server) stepsAfter(ctx context.Context, id string, after, limit int) ([
 // and "end" once it ended and every step was sent. A client that
 // reconnects with Last-Event-ID gets the steps after it, none twice.
 //
+// A step whose result is a user message (a message sent to the run,
+// folded in) comes after a "message" event ({"seq", "content"}) with no
+// id of its own: a client that drops off between the two gets the message
+// again with its step, so none is missed (data.seq tells a repeat).
+//
 // While a model call of a run this server drives is in flight, its live
 // events follow the step that asked for it (seq SEQ): "calling" when it
 // starts, then "delta" for each piece of the reply ({"seq", "n", "part",
@@ -271,6 +277,9 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		// was just read are here too, and go out before that step.
 		live := writeLive(w, sub.takeLive(), after)
 		for _, st := range steps {
+			if m, ok := messageOf(st); ok {
+				fmt.Fprintf(w, "event: message\ndata: %s\n\n", jsonText(m))
+			}
 			fmt.Fprintf(w, "id: %d\nevent: step\ndata: %s\n\n", st.Seq, jsonText(st))
 			after = st.Seq
 		}
@@ -349,6 +358,22 @@ func (s *Server) longPoll(w http.ResponseWriter, r *http.Request, id string, aft
 		case <-poll.C:
 		}
 	}
+}
+
+// messageEvent is the data of a "message" event: the user's message that
+// step Seq folded into the run (its result is a core.UserMessage).
+type messageEvent struct {
+	Seq     int    `json:"seq"`
+	Content string `json:"content"`
+}
+
+// messageOf is the message event of a step that folded a user message in.
+func messageOf(st apiStep) (messageEvent, bool) {
+	if st.Result == nil {
+		return messageEvent{}, false
+	}
+	m, ok := st.Result.Data.(core.UserMessage)
+	return messageEvent{Seq: st.Seq, Content: m.Content}, ok
 }
 
 // liveEvent is the data of a live event.

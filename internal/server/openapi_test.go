@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/stepwise-agent/stepwise/shell"
 )
 
 // apiDoc is the part of openapi.json the tests read.
@@ -72,6 +74,8 @@ func TestOpenAPISchemasMatchTheJSON(t *testing.T) {
 		"Run": apiRun{}, "Step": apiStep{}, "Call": apiCall{}, "InDoubt": apiInDoubt{}, "Holder": apiHolder{},
 		"Counters": apiCounters{}, "Usage": apiUsage{}, "RunList": runList{}, "Replay": replayReport{},
 		"CreateRun": createRequest{}, "Fork": forkRequest{},
+		"ChatMessage": shell.ChatMessage{}, "ConversationMessage": apiMessage{}, "MessageList": messageList{},
+		"PostMessage": messageRequest{}, "MessageEvent": messageEvent{},
 	}
 	for name, v := range types {
 		sc := s[name]
@@ -86,6 +90,7 @@ func TestOpenAPISchemasMatchTheJSON(t *testing.T) {
 	checkSchema(t, doc, "Step.result", step["result"], reflect.TypeOf(apiResult{}))
 	checkSchema(t, doc, "Replay.divergence", s["Replay"].Properties["divergence"], reflect.TypeOf(apiDivergence{}))
 	checkSchema(t, doc, "CreateRun.options", s["CreateRun"].Properties["options"], reflect.TypeOf(runOptions{}))
+	checkSchema(t, doc, "ChatMessage.tool_calls", s["ChatMessage"].Properties["tool_calls"].Items, reflect.TypeOf(shell.ChatToolCall{}))
 	codes := s["Error"].Properties["error"].Properties["code"].Enum
 	if !slices.Equal(slices.Sorted(slices.Values(codes)), slices.Sorted(slices.Values(errorCodes))) {
 		t.Errorf("documented error codes %v, the server's %v", codes, errorCodes)
@@ -136,7 +141,8 @@ func checkSchema(t *testing.T, doc apiDoc, name string, sc *schema, typ reflect.
 // isRequest reports whether typ is a request body (whose required fields
 // the handler checks, not the decoder).
 func isRequest(typ reflect.Type) bool {
-	return typ == reflect.TypeOf(createRequest{}) || typ == reflect.TypeOf(forkRequest{}) || typ == reflect.TypeOf(runOptions{})
+	return typ == reflect.TypeOf(createRequest{}) || typ == reflect.TypeOf(forkRequest{}) || typ == reflect.TypeOf(runOptions{}) ||
+		typ == reflect.TypeOf(messageRequest{})
 }
 
 // jsonFields lists a struct's JSON field names (embedded structs' too),

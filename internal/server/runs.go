@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -34,6 +35,10 @@ var apiRoutes = []route{
 	{"GET", "/v1/runs/{id}/steps", (*Server).getSteps},
 	{"GET", "/v1/runs/{id}/steps/{seq}/request", (*Server).getStepRequest},
 	{"POST", "/v1/runs/{id}/results", idempotent(false, (*Server).postResults)},
+	// Not creates: a message makes no run. Its first outcome is kept and a
+	// retry with the key gets it back instead of posting the message again.
+	{"POST", "/v1/runs/{id}/messages", idempotent(false, (*Server).postMessage)},
+	{"GET", "/v1/runs/{id}/messages", (*Server).getMessages},
 	{"POST", "/v1/runs/{id}/resume", (*Server).resumeRun},
 	{"POST", "/v1/runs/{id}/cancel", (*Server).cancelRun},
 	{"POST", "/v1/runs/{id}/fork", (*Server).forkRun},
@@ -110,10 +115,29 @@ type runOptions struct {
 	Wait string `json:"wait,omitempty"`
 }
 
+// createRequest is POST /v1/runs: an agent and either an input or a
+// message history to start from (Messages, in the OpenAI chat format, as
+// shell.ParseHistory reads it).
 type createRequest struct {
-	Agent   string     `json:"agent"`
-	Input   string     `json:"input"`
-	Options runOptions `json:"options"`
+	Agent    string          `json:"agent"`
+	Input    string          `json:"input"`
+	Messages json.RawMessage `json:"messages,omitempty"`
+	Options  runOptions      `json:"options"`
+}
+
+// history reads the request's message history; nil when it gives none.
+func (req createRequest) history() ([]core.Message, error) {
+	if len(req.Messages) == 0 || string(bytes.TrimSpace(req.Messages)) == "null" {
+		return nil, nil
+	}
+	if t := bytes.TrimSpace(req.Messages); t[0] != '[' {
+		return nil, fmt.Errorf("%w: messages must be a JSON array of messages", core.ErrBadHistory)
+	}
+	msgs, err := shell.ParseHistory(req.Messages)
+	if err == nil && len(msgs) == 0 {
+		err = fmt.Errorf("%w: messages is empty", core.ErrBadHistory)
+	}
+	return msgs, err
 }
 
 func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
@@ -127,9 +151,19 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	history, err := req.history()
 	switch {
 	case req.Agent == "":
 		writeError(w, errorf(http.StatusBadRequest, codeBadRequest, "agent is required: the name of an agent file in the server's agents directory"))
+		return
+	case err != nil:
+		writeError(w, err)
+		return
+	case history != nil && req.Input != "":
+		writeError(w, errorf(http.StatusBadRequest, codeBadRequest, "give input or messages, not both"))
+		return
+	case history == nil && req.Input == "":
+		writeError(w, errorf(http.StatusBadRequest, codeBadRequest, "input or messages is required: the user's message, or a message history to start from"))
 		return
 	case len(req.Input) > maxInput:
 		writeError(w, errorf(http.StatusRequestEntityTooLarge, codeTooLarge, "the input is larger than %d bytes", maxInput))
@@ -144,7 +178,7 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 	if id := presetRunID(r.Context()); id != "" {
 		runner = s.runnerFor(id)
 	}
-	id, err := runner.Pool().Create(r.Context(), ag, req.Input)
+	id, err := runner.Pool().CreateFrom(r.Context(), ag, core.Request{Input: req.Input, Messages: history})
 	if errors.Is(err, store.ErrExists) && id == "" && presetRunID(r.Context()) != "" {
 		id, err = presetRunID(r.Context()), nil // a retry that raced the first request's creation
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -18,8 +19,12 @@ import (
 )
 
 // agentsDir writes the test agents: "shopper" pauses for an external
-// approval, then answers; "quick" answers at once; "slow" runs a command
-// tool that sleeps; "broken" does not load.
+// approval, then answers; "quick" answers at once (and fails a second
+// turn: its script has one reply); "slow" runs a command tool that
+// sleeps; "chat" converses: "answer 1", then a tool call and "answer 2",
+// then "answer 3" and on (model calls are numbered across the whole
+// conversation; its messages are at most 4096 bytes, a history 100000); "talker" naps first, then replies "reply N" to model
+// call N; "broken" does not load.
 func agentsDir(t testing.TB) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -53,6 +58,42 @@ script = "quick.jsonl"
 [models.primary]
 provider = "script"
 script = "slow.jsonl"
+[[tools]]
+name = "nap"
+command = ["sleep", "0.4"]
+idempotent = true
+`)
+	write("chat.jsonl", `{"text": "answer 1"}
+{"tool_calls": [{"id": "n1", "name": "note", "arguments": {}}]}
+{"text": "answer 2"}
+{"text": "answer 3"}
+{"text": "answer 4"}
+{"text": "answer 5"}
+`)
+	write("chat.toml", `name = "chat"
+format = "native"
+[models.primary]
+provider = "script"
+script = "chat.jsonl"
+[limits]
+max_state_bytes = 400000
+[conversation]
+max_message_bytes = 4096
+[[tools]]
+name = "note"
+command = ["printf", "noted"]
+idempotent = true
+`)
+	talk := `{"tool_calls": [{"id": "n1", "name": "nap", "arguments": {}}]}` + "\n"
+	for i := 2; i <= 20; i++ {
+		talk += fmt.Sprintf(`{"text": "reply %d"}`, i) + "\n"
+	}
+	write("talker.jsonl", talk)
+	write("talker.toml", `name = "talker"
+format = "native"
+[models.primary]
+provider = "script"
+script = "talker.jsonl"
 [[tools]]
 name = "nap"
 command = ["sleep", "0.4"]

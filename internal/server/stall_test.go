@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -66,10 +67,7 @@ func stallRun(t *testing.T, f *fixture, id string) string {
 	t.Helper()
 	ctx := context.Background()
 	st := f.srv.cfg.Store
-	l, err := st.Acquire(ctx, id, store.LeaseRequest{Owner: "test/1/x", TTL: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := acquireReleased(t, st, id, store.LeaseRequest{Owner: "test/1/x", TTL: time.Minute})
 	if err := st.SetStatus(ctx, l, store.StatusChange{Status: store.StatusStalled, Reason: "the store is unavailable: checkpoint step 3 failed for 30s",
 		RetryAt: time.Now().Add(time.Hour), StallAttempts: 3}); err != nil {
 		t.Fatal(err)
@@ -78,6 +76,24 @@ func stallRun(t *testing.T, f *fixture, id string) string {
 		t.Fatal(err)
 	}
 	return id
+}
+
+// acquireReleased takes the lease of a run that paused or ended: the
+// server answers once the run left running, and its worker lets the lease
+// go just after, so a take that finds it still held tries again.
+func acquireReleased(t *testing.T, st store.Store, id string, req store.LeaseRequest) store.Lease {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		l, err := st.Acquire(context.Background(), id, req)
+		if err == nil {
+			return l
+		}
+		if !errors.Is(err, store.ErrBusy) || time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // TestServeBacksOffAStalledRun: a run whose model stays down stalls, and

@@ -26,11 +26,7 @@ func TestTakeOverInTheAPI(t *testing.T) {
 		if run.Status != "awaiting_tool_results" {
 			t.Fatalf("run: %+v", run)
 		}
-		l, err := st.Acquire(ctx, run.ID, store.LeaseRequest{Owner: "elsewhere/1/x", TTL: time.Hour})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return run, l
+		return run, acquireReleased(t, st, run.ID, store.LeaseRequest{Owner: "elsewhere/1/x", TTL: time.Hour})
 	}
 	recorded := func(id, by string) {
 		t.Helper()

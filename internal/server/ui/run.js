@@ -1,10 +1,13 @@
 // A run's page: its header (status, answer or failure, input, counters,
-// usage, holder, parent and forks), the calls it waits for, replay, and
-// the timeline of its steps. The steps come from GET /steps, then live from
-// the run's event stream (EventSource), which also says when the run
-// changed (it is read again then) and when it ended.
+// usage, holder, parent and forks), the calls it waits for, the
+// conversation turn by turn (with a box for the next message once the run
+// answered), replay, and the timeline of its steps. The steps come from
+// GET /steps, then live from the run's event stream (EventSource), which
+// also says when the run changed (it is read again then) and when it
+// ended; after a message is sent the page follows the stream again.
 
 import { api, APIError, errorText } from './api.js';
+import { conversationView } from './conversation.js';
 import { fill, h, holderText, runLink, statusBadge, timeEl } from './dom.js';
 import { flightPanel } from './flight.js';
 import { forkForm } from './fork.js';
@@ -30,11 +33,12 @@ export function runView(root, id) {
   const pendingBox = h('section', { class: 'pending', id: 'pending', hidden: true, 'aria-labelledby': 'pending-title' });
   const forkList = h('div', {}, h('p', { class: 'hint' }, 'Looking for forks…'));
   const flight = flightPanel();
+  const conv = conversationView(id, messageSent);
   const tl = timeline(openFork, () => (run && run.parent ? `the fork starts from step ${run.parent.step} of its parent` : 'the run starts'));
   root.append(
     h('p', { class: 'crumbs' }, h('a', { href: '#/' }, '← All runs')),
     h('div', { class: 'run-title' }, title, badge, live),
-    notice, facts, pendingBox,
+    notice, facts, pendingBox, conv.el,
     h('div', { class: 'panels' },
       replayBox(id, (seq) => tl.highlight(seq)),
       h('section', { class: 'forks', 'aria-labelledby': 'forks-title' }, h('h2', { id: 'forks-title' }, 'Forks of this run'), forkList)),
@@ -68,6 +72,7 @@ export function runView(root, id) {
     if (r.status === 'stalled') setLive('stalled', stalledLabel);
     else if (live.dataset.state === 'stalled') setLive(es ? 'live' : 'connecting…');
     fill(facts, factsOf(r));
+    conv.setRun(r);
     const key = r.status === 'awaiting_tool_results' ? r.pending_tool_calls.map((c) => c.id).join(',') : '';
     if (key === pendingKey) return;
     pendingKey = key;
@@ -84,6 +89,13 @@ export function runView(root, id) {
   function sent(r) {
     say('Answers sent: the run goes on; its steps appear below as they happen.');
     show(r);
+  }
+
+  // messageSent follows the run again (its stream ended when it answered).
+  function messageSent(r) {
+    say('Message sent: the run goes on; its answer appears in the conversation.');
+    show(r);
+    openStream();
   }
 
   // refresh reads the run again; calls that come while one is under way
@@ -112,6 +124,7 @@ export function runView(root, id) {
     if (step.seq <= lastSeq) return;
     lastSeq = step.seq;
     tl.add(step);
+    conv.add(step);
     flight.stepped(step.seq);
   }
 
@@ -260,6 +273,7 @@ function factsOf(r) {
   add('Created', timeEl(r.created));
   add('Updated', timeEl(r.updated));
   add('Steps', String(r.steps));
+  add('Turns', String(r.turns));
   if (r.counters) {
     add('Model calls', String(r.counters.model_calls));
     add('Corrections / escalations', `${r.counters.corrections} / ${r.counters.escalations}`);

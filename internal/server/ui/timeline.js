@@ -1,7 +1,8 @@
 // A run's timeline: one item per step. A step holds the result the
-// previous step's request got, the messages it added to the conversation,
-// and its own decision (the action: a request, or the end). So the answer
-// to step N's request shows in step N+1, and also next to step N's calls.
+// previous step's request got (or a message the user sent), the messages
+// it added to the conversation, and its own decision (the action: a
+// request, or the end). So the answer to step N's request shows in step
+// N+1, and also next to step N's calls.
 
 import { fmtDuration, h, moveFocus, pretty, statusBadge, timeEl } from './dom.js';
 
@@ -109,6 +110,10 @@ function isError(step) {
 
 function resultView(result, from) {
   const d = result.data || {};
+  if (result.kind === 'user_message') {
+    // It answers no request: the user sent it to the run.
+    return h('div', { class: 'result' }, h('p', {}, h('span', { class: 'label' }, 'Got the user\'s message:')), h('pre', {}, d.content || ''));
+  }
   const box = h('div', { class: 'result' },
     h('p', {}, h('span', { class: 'label' }, `Got (the answer to step ${from}'s request): `), h('code', {}, result.describe)));
   if (Array.isArray(d.results)) {

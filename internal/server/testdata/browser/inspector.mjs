@@ -8,8 +8,10 @@
 // (a paused run answered with the keyboard only), RUN_STREAM (a run whose
 // model streams its reply: its first pieces once the script prints
 // "WATCHING STREAM", the rest once it prints "SEEN STREAM"), RUN_STALLED
-// (a run stalled three times in a row, its next try an hour away), SHOTS
-// (the screenshot directory).
+// (a run stalled three times in a row, its next try an hour away),
+// RUN_CHAT (a conversation that answered its first turn: "hi", "answer 1";
+// a message makes it call a tool, then answer "answer 2"), SHOTS (the
+// screenshot directory).
 
 import { chromium } from 'playwright-core';
 import path from 'node:path';
@@ -25,6 +27,7 @@ const runClick = env('RUN_CLICK');
 const runKeys = env('RUN_KEYS');
 const runStream = env('RUN_STREAM');
 const runStalled = env('RUN_STALLED');
+const runChat = env('RUN_CHAT');
 const shots = env('SHOTS');
 
 // Root in a container cannot use Chromium's sandbox; no GPU, and no QUIC
@@ -217,6 +220,41 @@ try {
     await page.waitForTimeout(300); // the event stream opens: it must not say live
     check((await text('#live')) === 'not live: waiting for its next try', `the live marker says ${await text('#live')}`);
     await shot('stalled');
+  });
+
+  await step('a conversation: Shift+Enter is a new line, Enter sends; the second turn shows live, answered', async () => {
+    await page.goto(`${base}/#/runs/${runChat}`);
+    const turn1 = page.locator('#turn-1');
+    await turn1.locator('.bubble.answer', { hasText: 'answer 1' }).waitFor();
+    check((await turn1.locator('.bubble.user').innerText()).includes('hi'), 'the first turn does not show the input');
+    const box = page.locator('#message');
+    await box.waitFor({ state: 'visible' });
+    await page.evaluate(() => { window.sameDocument = true; });
+    const from = requests.length;
+    await box.focus();
+    await page.keyboard.type('first line');
+    await page.keyboard.press('Shift+Enter');
+    await page.keyboard.type('second line');
+    check(await box.inputValue() === 'first line\nsecond line', `after Shift+Enter the box holds ${JSON.stringify(await box.inputValue())}`);
+    check(!requests.slice(from).some((r) => r.startsWith('POST')), 'Shift+Enter sent the message');
+    await box.fill('How much is the desk lamp?');
+    await shot('conversation-typed');
+    await page.keyboard.press('Enter');
+    const turn2 = page.locator('#turn-2');
+    await turn2.locator('.bubble.user', { hasText: 'How much is the desk lamp?' }).waitFor();
+    await turn2.locator('.bubble.answer', { hasText: 'answer 2' }).waitFor();
+    check((await turn2.locator('.activity').innerText()).includes('note'), 'the second turn does not show its tool call');
+    await page.locator('#run-status', { hasText: 'completed' }).waitFor();
+    await box.waitFor({ state: 'visible' });
+    check(await box.inputValue() === '', 'the box still holds the message sent');
+    check(await page.evaluate(() => document.activeElement.id) === 'message', 'the focus did not come back to the box');
+    check(await page.locator('.turn.queued').count() === 0, 'the message still shows as waiting to be taken');
+    check(await text('#run-answer') === 'answer 2', 'the header does not show the new answer');
+    const after = requests.slice(from);
+    check(after.filter((r) => r === `POST /v1/runs/${runChat}/messages`).length === 1, `the message was not posted once: ${after}`);
+    check(after.includes(`GET /v1/runs/${runChat}/events`), `the page did not follow the run after sending: ${after}`);
+    check(await page.evaluate(() => window.sameDocument === true), 'the page was reloaded');
+    await shot('conversation');
   });
 
   await step('dark colour scheme renders dark; the theme button overrides it', async () => {
