@@ -162,6 +162,9 @@ func appendState(dst []byte, st *State) []byte {
 	if st.Ctx != nil {
 		dst = appendContextState(f.Key(dst, 16), st.Ctx)
 	}
+	if st.Structured {
+		dst = wire.AppendBool(f.Key(dst, 17), true)
+	}
 	return f.Close(dst)
 }
 

@@ -384,6 +384,7 @@ var fastFields = map[reflect.Type][]string{
 		"ToolsOK []string `14,keyasint,omitempty`",
 		"Conv *core.Conversation `15,keyasint,omitempty`",
 		"Ctx *core.ContextState `16,keyasint,omitempty`",
+		"Structured bool `17,keyasint,omitempty`",
 	},
 	reflect.TypeFor[Complete](): {
 		"Answer string `1,keyasint,omitempty`", "ToolsUsed []string `2,keyasint,omitempty`",

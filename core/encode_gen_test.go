@@ -236,6 +236,7 @@ func genState(text *rapid.Generator[string]) *rapid.Generator[State] {
 			ToolsOK:    genList(text).Draw(t, "tools-ok"),
 			Conv:       genPtr(genConversation(text)).Draw(t, "conversation"),
 			Ctx:        genPtr(genContextState()).Draw(t, "context"),
+			Structured: rapid.Bool().Draw(t, "structured"),
 		}
 	})
 }

@@ -126,6 +126,7 @@ func stateSize(st *State) int {
 	if st.Ctx != nil {
 		n += 2 + 14*wire.IntField
 	}
+	n += wire.BoolField
 	if c := st.Conv; c != nil {
 		n += 2 + 2*wire.IntField + wire.TextSize(c.Input) + wire.StringsSize(c.Queue) + 2 + 13*wire.IntField + wire.TextSize(c.Base.LastCall)
 	}

@@ -149,7 +149,12 @@ func DecodeAction(b []byte, st State) (Action, error) {
 	var err error
 	switch env.Kind {
 	case "complete":
-		a, err = decodeInto[Complete](env.Body, func(v *Complete) { v.State = st })
+		a, err = decodeInto[Complete](env.Body, func(v *Complete) {
+			v.State = st
+			if st.Structured {
+				v.Output = json.RawMessage(v.Answer)
+			}
+		})
 	case "fail":
 		a, err = decodeInto[Fail](env.Body, func(v *Fail) { v.State = st })
 	case "model":

@@ -79,7 +79,8 @@ func resumeFinal(cfg Config, st State, r ModelReply) State {
 func complete(cfg Config, st State, text string) State {
 	st.Phase = PhaseDone
 	st.Answer = text
-	if cfg.Output == nil {
+	st.Structured = cfg.Output != nil
+	if !st.Structured {
 		st.Answer = cite(cfg, st, text) // a JSON answer stays JSON
 	}
 	if st.Conv != nil && len(st.Conv.Queue) > 0 {
@@ -105,7 +106,7 @@ func (c Config) policyErrors() []string {
 	errs = append(errs, c.Budget.errors()...)
 	errs = append(errs, c.Conversation.errors()...)
 	if c.Output != nil {
-		errs = append(errs, c.Output.errors()...)
+		errs = append(errs, c.Output.Errors()...)
 	}
 	if c.Context != nil {
 		errs = append(errs, c.Context.Errors()...)

@@ -35,7 +35,8 @@ func (o OutputPolicy) maxCorrections() int {
 	return pick(o.MaxCorrections, 1)
 }
 
-func (o OutputPolicy) errors() []string {
+// Errors are the problems of the policy's settings.
+func (o OutputPolicy) Errors() []string {
 	var errs []string
 	if _, err := schema.CompileOutput(o.Schema); err != nil {
 		errs = append(errs, fmt.Sprintf("output.schema: %v", err))
@@ -87,6 +88,16 @@ func unfence(s string) string {
 		return s
 	}
 	return strings.TrimSpace(body[nl+1:])
+}
+
+// completeAction is the Complete of an ended run's state st, its Output
+// set when the answer is structured.
+func completeAction(st State) Complete {
+	c := Complete{Answer: st.Answer, ToolsUsed: st.ToolsUsed, Sources: st.Sources, State: st}
+	if st.Structured {
+		c.Output = json.RawMessage(st.Answer)
+	}
+	return c
 }
 
 // outputCorrection is what the model reads of an answer that does not fit.

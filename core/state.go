@@ -137,6 +137,9 @@ type State struct {
 	// Ctx is where context compaction stands (context.go); nil unless the
 	// agent bounds its requests.
 	Ctx *ContextState `cbor:"16,keyasint,omitempty"`
+	// Structured is set when Answer is a JSON value that fit the agent's
+	// output schema (output.go).
+	Structured bool `cbor:"17,keyasint,omitempty"`
 }
 
 // Conversation is the run's conversation beyond its first user turn. A

@@ -1,7 +1,6 @@
 package core
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 )
@@ -136,11 +135,7 @@ func callKind(cfg Config, c ToolCall) PendingKind {
 func actionFor(cfg Config, st State) (Action, error) {
 	switch st.Phase {
 	case PhaseDone:
-		c := Complete{Answer: st.Answer, ToolsUsed: st.ToolsUsed, Sources: st.Sources, State: st}
-		if cfg.Output != nil && json.Valid([]byte(st.Answer)) {
-			c.Output = json.RawMessage(st.Answer)
-		}
-		return c, nil
+		return completeAction(st), nil
 	case PhaseFailed:
 		return Fail{Code: st.Failure.Code, Reason: st.Failure.Reason, State: st}, nil
 	}

@@ -101,7 +101,9 @@ func (r *Runner) drive(ctx, hctx context.Context, ag *Agent, cur *cursor, h *hol
 		switch a := a.(type) {
 		case core.Complete:
 			r.emit(func() Event { return Event{RunID: cur.id, Seq: cur.seq, Kind: "complete", Text: a.Answer} })
-			return r.outcome(cur, store.StatusCompleted), nil
+			out := r.outcome(cur, store.StatusCompleted)
+			out.Output = a.Output
+			return out, nil
 		case core.Fail:
 			r.emit(func() Event {
 				return Event{RunID: cur.id, Seq: cur.seq, Kind: "fail", Text: fmt.Sprintf("%s: %s", a.Code, a.Reason)}

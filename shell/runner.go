@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base32"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -224,9 +225,12 @@ func NewRunner(st Store, opts *Options) *Runner {
 
 // Outcome is where a run stands when the runner returns.
 type Outcome struct {
-	RunID     string
-	Status    store.Status
-	Answer    string
+	RunID  string
+	Status store.Status
+	Answer string
+	// Output is the answer as a JSON value, for an agent with an output
+	// schema ([output]; see OutputAs).
+	Output    json.RawMessage
 	Failure   *core.Failure
 	ToolsUsed []string
 	Sources   []string

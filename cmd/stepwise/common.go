@@ -246,15 +246,17 @@ func signalContext() (context.Context, context.CancelFunc) {
 
 // jsonOutcome is the --json shape of run, resume and fork.
 type jsonOutcome struct {
-	RunID     string       `json:"run_id"`
-	Status    string       `json:"status"`
-	Answer    string       `json:"answer"`
-	ToolsUsed []string     `json:"tools_used"`
-	Sources   []string     `json:"sources"`
-	Pending   []jsonCall   `json:"pending_tool_calls"`
-	Steps     int          `json:"steps"`
-	Error     string       `json:"error"`
-	Failure   *jsonFailure `json:"failure,omitempty"`
+	RunID  string `json:"run_id"`
+	Status string `json:"status"`
+	Answer string `json:"answer"`
+	// Output is the answer as a JSON value, for an agent with [output].
+	Output    json.RawMessage `json:"output,omitempty"`
+	ToolsUsed []string        `json:"tools_used"`
+	Sources   []string        `json:"sources"`
+	Pending   []jsonCall      `json:"pending_tool_calls"`
+	Steps     int             `json:"steps"`
+	Error     string          `json:"error"`
+	Failure   *jsonFailure    `json:"failure,omitempty"`
 	// Reason says why an interrupted or stalled run stopped.
 	Reason string `json:"reason,omitempty"`
 	// RetryAt is when a stalled run may be tried again (RFC 3339).
@@ -311,7 +313,7 @@ func rawArgs(b []byte) json.RawMessage {
 func (e *env) report(out shell.Outcome, asJSON bool) int {
 	code := exitCode(out.Status)
 	if asJSON {
-		j := jsonOutcome{RunID: out.RunID, Status: string(out.Status), Answer: out.Answer, ToolsUsed: nonNil(out.ToolsUsed), Sources: nonNil(out.Sources), Pending: []jsonCall{}, Steps: out.Steps,
+		j := jsonOutcome{RunID: out.RunID, Status: string(out.Status), Answer: out.Answer, Output: out.Output, ToolsUsed: nonNil(out.ToolsUsed), Sources: nonNil(out.Sources), Pending: []jsonCall{}, Steps: out.Steps,
 			Reason: out.Reason, InDoubt: inDoubtJSON(out.InDoubt)}
 		for _, c := range out.Pending {
 			j.Pending = append(j.Pending, callJSON(c))

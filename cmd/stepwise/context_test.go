@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,5 +38,52 @@ func TestCompactionReplaysAndDivergesUnderAnotherPolicy(t *testing.T) {
 	want(t, rep, exitFailed)
 	if !strings.Contains(rep.stdout, "diverges at step 7:") || !strings.Contains(rep.stdout, "recorded: compact helper summarize messages 2-5") {
 		t.Fatalf("replay under another policy:\n%s", rep.stdout)
+	}
+}
+
+// An agent with [output]: the answer that fits is printed as JSON and, with
+// --json, given as "output"; show --step N --request shows what was asked.
+func TestStructuredOutputThroughTheCLI(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "t.db")
+	r := cli(t, db, "", "run", "testdata/agents/classifier.toml", "WIN A PRIZE!!!", "--json")
+	want(t, r, exitCompleted)
+	var o struct {
+		RunID  string          `json:"run_id"`
+		Answer string          `json:"answer"`
+		Output json.RawMessage `json:"output"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &o); err != nil || o.Answer != `{"label":"spam","score":0.98}` || string(o.Output) != o.Answer {
+		t.Fatalf("run --json: %v %s", err, r.stdout)
+	}
+	show := cli(t, db, "", "show", o.RunID)
+	if !strings.Contains(show.stdout, "must be one JSON value that fits this JSON Schema") {
+		t.Fatalf("show lacks the correction:\n%s", show.stdout)
+	}
+	script, _ := filepath.Abs("../../testdata/scripts/classifier.jsonl")
+	bad := fmt.Sprintf("name = \"c\"\n[models.primary]\nprovider = \"script\"\nscript = %q\n[output]\nschema = '{\"type\": \"objec\"}'\n", script)
+	path := filepath.Join(t.TempDir(), "bad.toml")
+	if err := os.WriteFile(path, []byte(bad), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	v := cli(t, db, "", "validate", path)
+	want(t, v, exitUsage)
+	if !strings.Contains(v.stderr, "output.schema") {
+		t.Fatalf("validate: %s", v.stderr)
+	}
+}
+
+// The compacted request is what show --request prints.
+func TestShowRequestOfACompactedStep(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "t.db")
+	want(t, cli(t, db, "", "import", "testdata/runs/compaction.json"), 0)
+	r := cli(t, db, "", "show", "compaction", "--step", "15", "--request")
+	want(t, r, 0)
+	for _, s := range []string{"Summary of the earlier conversation (compacted to fit the context)", `"content":"And the cheapest main?"`} {
+		if !strings.Contains(r.stdout, s) {
+			t.Errorf("the request lacks %q:\n%s", s, r.stdout)
+		}
+	}
+	if strings.Contains(r.stdout, "starter 1,starters") {
+		t.Errorf("the request holds a page that was summarized:\n%s", r.stdout)
 	}
 }

@@ -75,14 +75,17 @@ type apiRun struct {
 	Status string `json:"status"`
 	// StoredStatus is the status as stored when it differs from Status (a
 	// running run whose driver died is shown interrupted).
-	StoredStatus string      `json:"stored_status,omitempty"`
-	Created      string      `json:"created"`
-	Updated      string      `json:"updated"`
-	Input        string      `json:"input"`
-	Answer       string      `json:"answer,omitempty"`
-	Failure      *apiFailure `json:"failure,omitempty"`
-	Reason       string      `json:"reason,omitempty"`
-	RetryAt      string      `json:"retry_at,omitempty"`
+	StoredStatus string `json:"stored_status,omitempty"`
+	Created      string `json:"created"`
+	Updated      string `json:"updated"`
+	Input        string `json:"input"`
+	Answer       string `json:"answer,omitempty"`
+	// Output is the answer as a JSON value, for an agent with an output
+	// schema ([output]); GET /v1/runs/{id} only.
+	Output  json.RawMessage `json:"output,omitempty"`
+	Failure *apiFailure     `json:"failure,omitempty"`
+	Reason  string          `json:"reason,omitempty"`
+	RetryAt string          `json:"retry_at,omitempty"`
 	// StallAttempts is the run's stall count in a row (absent: it has not
 	// stalled since it last made progress).
 	StallAttempts int `json:"stall_attempts,omitempty"`
@@ -163,6 +166,9 @@ func (r *apiRun) withState(st core.State) {
 	r.Counters = &apiCounters{Steps: r.Steps, Requests: c.Steps, ModelCalls: c.ModelCalls, Corrections: c.Corrections, Escalations: c.Escalations}
 	r.Usage = &apiUsage{PromptTokens: c.PromptTokens, CompletionTokens: c.CompletionTokens}
 	r.ToolsUsed, r.Sources = st.ToolsUsed, st.Sources
+	if st.Structured && st.Phase == core.PhaseDone {
+		r.Output = json.RawMessage(st.Answer)
+	}
 }
 
 func callOf(c core.ToolCall) apiCall {

@@ -111,3 +111,42 @@ func contextPolicy(f File, cfg *core.Config, at func(path, format string, args .
 	cfg.Context = p
 	return nil
 }
+
+// Output is the [output] table (core.OutputPolicy): the final answer is a
+// JSON value that fits schema (JSON text or a table, like a tool's
+// parameters).
+type Output struct {
+	Schema         any  `toml:"schema"`
+	MaxCorrections *int `toml:"max_corrections"`
+}
+
+// outputPolicy builds cfg.Output from [output].
+func outputPolicy(f File, cfg *core.Config, at func(path, format string, args ...any) error) error {
+	o := f.Output
+	if o == nil {
+		return nil
+	}
+	if o.Schema == nil {
+		return at("output", "[output] needs a schema (a JSON Schema, as JSON text or a table)")
+	}
+	raw, err := parameters(o.Schema)
+	if err != nil {
+		return at("output.schema", "output.schema: %v", err)
+	}
+	p := &core.OutputPolicy{Schema: raw}
+	if o.MaxCorrections != nil {
+		switch n := *o.MaxCorrections; {
+		case n < 0:
+			return at("output.max_corrections", "output.max_corrections is negative")
+		case n == 0:
+			p.NoCorrections = true
+		default:
+			p.MaxCorrections = n
+		}
+	}
+	for _, e := range p.Errors() {
+		return at("output.schema", "%s", e)
+	}
+	cfg.Output = p
+	return nil
+}

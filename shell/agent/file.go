@@ -35,6 +35,8 @@ type File struct {
 	Conversation Conversation `toml:"conversation"`
 	// Context is the [context] table (context.go).
 	Context *Context `toml:"context"`
+	// Output is the [output] table (context.go).
+	Output *Output `toml:"output"`
 }
 
 // Conversation mirrors core.ConversationPolicy.

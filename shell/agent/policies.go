@@ -135,6 +135,9 @@ func policies(f File, cfg *core.Config, at func(path, format string, args ...any
 	if err := contextPolicy(f, cfg, at); err != nil {
 		return err
 	}
+	if err := outputPolicy(f, cfg, at); err != nil {
+		return err
+	}
 	switch c := f.Conversation; c.OnMessage {
 	case "", core.OnQueue, core.OnInterrupt:
 		if c.MaxMessageBytes < 0 {

@@ -31,6 +31,12 @@ func (p *Provider) chatRequest(req shell.ModelRequest) (goopenai.ChatCompletionR
 		Tools:     toTools(req.Tools),
 		MaxTokens: p.maxTokens,
 	}
+	if shell.ObjectSchema(req.OutputSchema) {
+		// Structured output: the json_schema response format (the core
+		// checks the answer whatever the model sends).
+		creq.ResponseFormat = &goopenai.ChatCompletionResponseFormat{Type: goopenai.ChatCompletionResponseFormatTypeJSONSchema,
+			JSONSchema: &goopenai.ChatCompletionResponseFormatJSONSchema{Name: "output", Schema: req.OutputSchema}}
+	}
 	if p.temperature != nil {
 		creq.Temperature = *p.temperature
 		if creq.Temperature == 0 {

@@ -87,6 +87,16 @@ func (p *Provider) params(req shell.ModelRequest) (oresp.ResponseNewParams, erro
 	if p.o.ReasoningSummary != "" {
 		params.Reasoning.Summary = shared.ReasoningSummary(p.o.ReasoningSummary)
 	}
+	if shell.ObjectSchema(req.OutputSchema) {
+		// Structured output: the final answer in the agent's schema (the
+		// core checks it whatever the model sends).
+		var schema map[string]any
+		if err := json.Unmarshal(req.OutputSchema, &schema); err != nil {
+			return oresp.ResponseNewParams{}, httpcall.Permanentf("the output schema is not a JSON object: %v", err)
+		}
+		params.Text.Format = oresp.ResponseFormatTextConfigUnionParam{OfJSONSchema: &oresp.ResponseFormatTextJSONSchemaConfigParam{
+			Name: "output", Schema: schema, Strict: param.NewOpt(false)}}
+	}
 	return params, nil
 }
 

@@ -36,7 +36,7 @@ func Overflowed(se *StatusError) bool {
 	if se.Status != http.StatusBadRequest && se.Status != http.StatusRequestEntityTooLarge {
 		return false
 	}
-	if se.Type == "context_length_exceeded" || se.Type == "string_above_max_length" {
+	if se.Type == "context_length_exceeded" {
 		return true
 	}
 	msg := strings.ToLower(se.Message)
