@@ -1,8 +1,8 @@
 package shell
 
 import (
-	"encoding/json"
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 
