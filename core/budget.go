@@ -143,6 +143,23 @@ func callsOverBudget(cfg Config, st State, n int) string {
 	return ""
 }
 
+// spend adds what a call spent (a sub-agent's run) to the run's counters,
+// each kept as the run keeps its own.
+func spend(cfg Config, st State, s *Spent) State {
+	if s == nil {
+		return st
+	}
+	st.Counters.PromptTokens += max(0, s.PromptTokens)
+	st.Counters.CompletionTokens += max(0, s.CompletionTokens)
+	if cfg.priced() || cfg.Budget.MaxCost > 0 {
+		st.Counters.Cost = addCapped(st.Counters.Cost, max(0, s.Cost))
+	}
+	if cfg.Budget.MaxToolCalls > 0 {
+		st.Counters.ToolCalls += max(0, s.ToolCalls)
+	}
+	return st
+}
+
 // countCalls counts a turn's accepted calls while the agent has a
 // MaxToolCalls budget.
 func countCalls(cfg Config, st State, n int) State {

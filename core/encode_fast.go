@@ -104,6 +104,27 @@ func appendToolResult(dst []byte, r *ToolResult) []byte {
 	if r.Cached {
 		dst = wire.AppendBool(f.Key(dst, 6), true)
 	}
+	if r.Spent != nil {
+		dst = appendSpent(f.Key(dst, 7), r.Spent)
+	}
+	return f.Close(dst)
+}
+
+func appendSpent(dst []byte, s *Spent) []byte {
+	var f wire.Fields
+	dst = f.Open(dst)
+	if s.PromptTokens != 0 {
+		dst = wire.AppendInt(f.Key(dst, 1), s.PromptTokens)
+	}
+	if s.CompletionTokens != 0 {
+		dst = wire.AppendInt(f.Key(dst, 2), s.CompletionTokens)
+	}
+	if s.Cost != 0 {
+		dst = wire.AppendInt64(f.Key(dst, 3), s.Cost)
+	}
+	if s.ToolCalls != 0 {
+		dst = wire.AppendInt(f.Key(dst, 4), s.ToolCalls)
+	}
 	return f.Close(dst)
 }
 

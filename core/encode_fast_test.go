@@ -329,7 +329,11 @@ var fastFields = map[reflect.Type][]string{
 		"CallID string `1,keyasint,omitempty`", "Output string `2,keyasint,omitempty`",
 		"Error string `3,keyasint,omitempty`", "Sources []string `4,keyasint,omitempty`",
 		"Attachments []core.Attachment `5,keyasint,omitempty`", "Transient bool `-`",
-		"Cached bool `6,keyasint,omitempty`",
+		"Cached bool `6,keyasint,omitempty`", "Spent *core.Spent `7,keyasint,omitempty`",
+	},
+	reflect.TypeFor[Spent](): {
+		"PromptTokens int `1,keyasint,omitempty`", "CompletionTokens int `2,keyasint,omitempty`",
+		"Cost int64 `3,keyasint,omitempty`", "ToolCalls int `4,keyasint,omitempty`",
 	},
 	reflect.TypeFor[Attachment](): {"MIME string `1,keyasint,omitempty`", "Data []uint8 `2,keyasint,omitempty`"},
 	reflect.TypeFor[Request]():    {"Input string `1,keyasint,omitempty`", "History int `2,keyasint,omitempty`", "Messages []core.Message `-`"},

@@ -131,6 +131,10 @@ func genToolResult(text *rapid.Generator[string]) *rapid.Generator[ToolResult] {
 			Sources:     genList(text).Draw(t, "sources"),
 			Attachments: genList(genAttachment(text)).Draw(t, "attachments"),
 			Cached:      rapid.Bool().Draw(t, "cached"),
+			Spent: genPtr(rapid.Custom(func(t *rapid.T) Spent {
+				return Spent{PromptTokens: genInt().Draw(t, "pt"), CompletionTokens: genInt().Draw(t, "ct"),
+					Cost: int64(genInt().Draw(t, "cost")), ToolCalls: genInt().Draw(t, "tc")}
+			})).Draw(t, "spent"),
 		}
 	})
 }

@@ -56,6 +56,9 @@ func resultsSize(results []ToolResult) int {
 	for i := range results {
 		r := &results[i]
 		n += 1 + wire.TextSize(r.CallID) + wire.TextSize(r.Output) + wire.TextSize(r.Error) + wire.BoolField
+		if r.Spent != nil {
+			n += 2 + 4*wire.IntField
+		}
 		if len(r.Sources) > 0 {
 			n += wire.StringsSize(r.Sources)
 		}

@@ -66,6 +66,18 @@ type ToolResult struct {
 	// with the result, so stats and traces can tell, and a replay, which
 	// feeds the recorded results, sees it too. The core ignores it.
 	Cached bool `cbor:"6,keyasint,omitempty" json:"cached,omitempty"`
+	// Spent is what the call spent of the budgets: a sub-agent's child run
+	// reports its tokens, cost and tool calls, which the parent counts as
+	// its own (budgets span the tree; ADR 0034).
+	Spent *Spent `cbor:"7,keyasint,omitempty" json:"spent,omitempty"`
+}
+
+// Spent is what a call spent of the budgets a run counts.
+type Spent struct {
+	PromptTokens     int   `cbor:"1,keyasint,omitempty" json:"prompt_tokens,omitempty"`
+	CompletionTokens int   `cbor:"2,keyasint,omitempty" json:"completion_tokens,omitempty"`
+	Cost             int64 `cbor:"3,keyasint,omitempty" json:"cost,omitempty"`
+	ToolCalls        int   `cbor:"4,keyasint,omitempty" json:"tool_calls,omitempty"`
 }
 
 // Failed reports whether the call failed.

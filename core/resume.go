@@ -154,6 +154,7 @@ func answerCalls(cfg Config, st State, results []ToolResult) (State, error) {
 		r.Error = truncate(r.Error, cfg.resultCap(t))
 		turn.Results[i] = r
 		st.Sources = addOnce(st.Sources, r.Sources...)
+		st = spend(cfg, st, r.Spent)
 	}
 	st = noteRan(st, &turn, results)
 	if stopping {

@@ -32,7 +32,7 @@ func sanitize(res Result) Result {
 	case ToolResults:
 		out := make([]ToolResult, len(r.Results))
 		for i, x := range r.Results {
-			out[i] = ToolResult{CallID: clean(x.CallID), Output: clean(x.Output), Error: clean(x.Error), Sources: cleanAll(x.Sources), Cached: x.Cached, Attachments: cleanAttachments(x.Attachments)}
+			out[i] = ToolResult{CallID: clean(x.CallID), Output: clean(x.Output), Error: clean(x.Error), Sources: cleanAll(x.Sources), Cached: x.Cached, Attachments: cleanAttachments(x.Attachments), Spent: x.Spent}
 		}
 		return ToolResults{Results: out}
 	case MemoryHits:

@@ -110,6 +110,7 @@ func (r *Runner) cancelHeld(ctx context.Context, ag *Agent, runID, reason string
 		}
 		return Outcome{}, fmt.Errorf("run %s: %w", runID, ErrNotCancellable)
 	}
+	r.cancelChildren(ctx, ag, runID, cur.st, reason)
 	res := core.Cancelled{Reason: reason}
 	if cur.st.Pending == nil {
 		// A run's first state is stepped before anything is pending.

@@ -134,11 +134,15 @@ func (r *Runner) StartFrom(ctx context.Context, ag *Agent, req core.Request) (Ou
 	if err := r.check(ag); err != nil {
 		return Outcome{}, err
 	}
+	return r.startID(ctx, ag, r.opts.NewID(), req)
+}
+
+// startID creates run id of ag for req and drives it.
+func (r *Runner) startID(ctx context.Context, ag *Agent, id string, req core.Request) (Outcome, error) {
 	st, err := r.first(ag, req)
 	if err != nil {
 		return Outcome{}, err
 	}
-	id := r.opts.NewID()
 	acquired := time.Now()
 	l, err := r.store.CreateRun(ctx, store.NewRun{
 		ID: id, Agent: ag.Config.Name, ConfigHash: core.ConfigHash(ag.Config),

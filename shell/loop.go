@@ -159,6 +159,9 @@ func (r *Runner) drive(ctx, hctx context.Context, ag *Agent, cur *cursor, h *hol
 			// came), and the loop ends the run at its next turn. One that
 			// came since the heartbeat last looked is looked for now, so
 			// the run is not let go unended.
+			if p, ok := errors.AsType[*childPause](err); ok {
+				return r.pauseOnChildren(cur, h, x, p)
+			}
 			_, stalled := errors.AsType[*stallError](err)
 			if reason := h.cancelRequest(); reason != "" || (stalled || ctx.Err() != nil) && h.cancelNow() != "" {
 				continue

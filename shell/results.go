@@ -114,6 +114,18 @@ func ParseResults(data []byte) (Answers, error) {
 func (r *Runner) answer(ctx context.Context, h *holding, ag *Agent, cur *cursor, ans Answers) error {
 	x := NewRedactor(ag.Secrets)
 	p := cur.st.Pending
+	if p != nil && p.Kind == core.PendingTools && len(ag.SubAgents) > 0 {
+		// Results for calls of the sub-agents this run waits on.
+		routed, err := r.answerChildren(ctx, ag, cur, ans)
+		if routed || err != nil {
+			if err == nil {
+				err = r.storeWrite(h, cur, "mark running", func(ctx context.Context) error {
+					return r.store.SetStatus(ctx, h.lease(), store.StatusChange{Status: store.StatusRunning})
+				})
+			}
+			return err
+		}
+	}
 	if p != nil && p.Kind == core.PendingExternal {
 		if len(ans.NotRun) > 0 {
 			return fmt.Errorf("%w: not_run answers in-doubt calls; run %s is paused for %s", ErrBadResults, cur.id, strings.Join(p.CallIDs, ", "))

@@ -52,6 +52,10 @@ type Agent struct {
 	// between a request and the folding in of its result, and records it
 	// (store.ChangeAgent, as resume --agent does), so replay follows it.
 	Live func() *Agent
+	// SubAgents are the agents this one calls as tools, by tool name: a
+	// call starts a child run (subagents.go). Each is declared in
+	// Config.Tools as an internal, idempotent tool.
+	SubAgents map[string]*SubAgent
 }
 
 // Options tune a Runner. The zero value means the defaults.
@@ -408,7 +412,7 @@ func (r *Runner) check(ag *Agent) error {
 		return fmt.Errorf("%w %s", ErrNoProvider, core.Helper)
 	}
 	for _, t := range ag.Config.Tools {
-		if t.Mode != core.ModeExternal && ag.Tools[t.Name] == nil {
+		if t.Mode != core.ModeExternal && ag.Tools[t.Name] == nil && ag.SubAgents[t.Name] == nil {
 			return fmt.Errorf("tool %q has no implementation", t.Name)
 		}
 	}

@@ -92,6 +92,8 @@ func (r *Runner) runTools(ctx context.Context, ag *Agent, cur *cursor, a core.Re
 	// that runs it again, which its declaration allows.
 	journal := len(todo) > 1
 	calls := a.Calls // not a: the closure would move all of a to the heap
+	var pauses []core.ToolCall
+	var pauseMu sync.Mutex
 	x := NewRedactor(ag.Secrets)
 	run := func(i int) error {
 		c := calls[i]
@@ -101,6 +103,25 @@ func (r *Runner) runTools(ctx context.Context, ag *Agent, cur *cursor, a core.Re
 		}
 		if err := h.ensure(); err != nil {
 			return err
+		}
+		if sub := ag.SubAgents[c.Name]; sub != nil {
+			// A child run (subagents.go): found again after a restart, so
+			// it is never started twice; its pause pauses this run.
+			res, pending, err := r.runChild(ctx, ag, cur, sub, c)
+			if err != nil {
+				return err
+			}
+			if pending != nil {
+				pauseMu.Lock()
+				pauses = append(pauses, pending...)
+				pauseMu.Unlock()
+				return nil
+			}
+			results[i], done[i] = x.ToolResult(sanitizeTool(res)), true
+			r.emit(func() Event {
+				return Event{RunID: cur.id, Seq: cur.seq, Kind: "tool", Text: describeToolResult(c, res), Call: c, Result: core.ToolResults{Results: []core.ToolResult{res}}}
+			})
+			return nil
 		}
 		if res, ok := r.fromCache(ctx, ag, cur, c, x); ok {
 			results[i], done[i] = res, true
@@ -159,6 +180,9 @@ func (r *Runner) runTools(ctx context.Context, ag *Agent, cur *cursor, a core.Re
 		}
 	}
 
+	if len(pauses) > 0 {
+		return nil, &childPause{pending: pauses}
+	}
 	out := make([]core.ToolResult, 0, len(a.Calls))
 	for i := range a.Calls {
 		if done[i] {

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -29,6 +30,9 @@ type BuildOptions struct {
 	// (provider.Build.Render): no API key or script file is read, and
 	// they call no model. Models takes it; Build refuses it.
 	Render bool
+	// AgentDepth is how deep this agent is built as a sub-agent of
+	// another (0: a root); its [[agents]] are built one deeper.
+	AgentDepth int
 }
 
 // Build creates the live agent: model providers and tool implementations.
@@ -55,9 +59,27 @@ func (s *Spec) Build(ctx context.Context, opts BuildOptions) (*shell.Agent, erro
 		}
 		return nil, err
 	}
+	subs, closeSubs, err := s.subAgents(ctx, opts)
+	if err != nil {
+		if m != nil {
+			m.Close()
+		}
+		return nil, err
+	}
+	ag.SubAgents = subs
 	if m != nil {
 		ag.Close = m.Close
 		ag.Live = s.live(m, opts, ag)
+	}
+	if closeSubs != nil {
+		own := ag.Close
+		ag.Close = func() error {
+			err := closeSubs()
+			if own != nil {
+				err = errors.Join(err, own())
+			}
+			return err
+		}
 	}
 	return ag, nil
 }
@@ -82,6 +104,7 @@ func (s *Spec) build(opts BuildOptions) (*shell.Agent, error) {
 	if err != nil {
 		return nil, err
 	}
+	ag.Config.Tools = append(ag.Config.Tools, s.agentTools...)
 	ag.ToolTimeouts, ag.ToolRetry = s.ToolTimeouts, s.ToolRetry
 	ag.Secrets, ag.InDoubt = s.secrets(), s.InDoubt
 	models, err := s.Models(opts)

@@ -37,6 +37,9 @@ type File struct {
 	Context *Context `toml:"context"`
 	// Output is the [output] table (context.go).
 	Output *Output `toml:"output"`
+	// Agents are the [[agents]] tables: sub-agents called as tools
+	// (subagents.go).
+	Agents []AgentTable `toml:"agents"`
 }
 
 // Conversation mirrors core.ConversationPolicy.

@@ -50,6 +50,8 @@ type Spec struct {
 	SecretNames []string
 
 	impls []shell.Tool // built-in and command tools, in config order
+	// agentTools are the tools the [[agents]] tables declare.
+	agentTools []core.Tool
 	// modelRetry is the retry table of each model role that has one.
 	modelRetry map[string]shell.RetryPolicy
 	// base is Config before MCP tools are added (see withMCP).
@@ -205,6 +207,12 @@ func (s *Spec) convert(name string, data []byte, checkFiles bool) error {
 		}
 		cfg.Tools = append(cfg.Tools, specs...)
 	}
+	agents, err := agentSpecs(f, s.Dir, checkFiles, at)
+	if err != nil {
+		return err
+	}
+	s.agentTools = agents
+	cfg.Tools = append(cfg.Tools, agents...)
 	if err := cfg.Validate(); err != nil {
 		// Name the tool's table, and its parameters key when the schema is
 		// at fault.

@@ -1,0 +1,164 @@
+package shell_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/stepwise-agent/stepwise/core"
+	"github.com/stepwise-agent/stepwise/shell"
+	"github.com/stepwise-agent/stepwise/store"
+)
+
+// treeAgents is a manager whose tool "research" is a sub-agent; the
+// researcher asks a person (an external tool) before it answers.
+func treeAgents(t *testing.T, manager, researcher []string) *shell.Agent {
+	t.Helper()
+	child := newAgent(t, scripted(t, researcher...))
+	child.Config.Name = "researcher"
+	child.Config.Tools = []core.Tool{external("ask_person")}
+	parent := newAgent(t, scripted(t, manager...))
+	parent.Config.Name = "manager"
+	parent.Config.Tools = append(parent.Config.Tools, core.Tool{Name: "research", Description: "ask the researcher",
+		Parameters: json.RawMessage(`{"type":"object","properties":{"task":{"type":"string"}},"required":["task"]}`), Idempotent: true})
+	parent.SubAgents = map[string]*shell.SubAgent{"research": {Agent: child, Task: true}}
+	return parent
+}
+
+// A sub-agent's pause surfaces at the root with namespaced call ids;
+// answering through the root resumes the child, then the parent, whose
+// model reads the child's answer; the tree's spending is counted at the
+// root; each run replays on its own; nothing runs twice when the answer is
+// sent again.
+func TestSubAgentPauseSurfacesAtTheRoot(t *testing.T) {
+	db := openStore(t)
+	ctx := context.Background()
+	ag := treeAgents(t,
+		[]string{`{"tool_calls":[{"id":"c1","name":"research","arguments":{"task":"find the best lamp"}}],"usage":{"prompt_tokens":10,"completion_tokens":5}}`,
+			`{"text":"The researcher says: the brass lamp."}`},
+		[]string{`{"tool_calls":[{"id":"e1","name":"ask_person","arguments":{"x":"brass or steel?"}}],"usage":{"prompt_tokens":100,"completion_tokens":50}}`,
+			`{"text":"the brass lamp","usage":{"prompt_tokens":200,"completion_tokens":20}}`})
+	r := shell.NewRunner(db, nil)
+	out, err := r.Start(ctx, ag, "buy a lamp")
+	if err != nil || out.Status != store.StatusAwaitingToolResults || len(out.Pending) != 1 || out.Pending[0].ID != "c1/e1" || out.Pending[0].Name != "ask_person" {
+		t.Fatalf("the root's pause: %+v %v", out, err)
+	}
+	child := shell.ChildID(out.RunID, "c1")
+	if info, err := db.Run(ctx, child); err != nil || info.Status != store.StatusAwaitingToolResults || info.Agent != "researcher" {
+		t.Fatalf("the child run: %+v %v", info, err)
+	}
+	rec, _ := db.LoadLatest(ctx, out.RunID)
+	if pending, err := shell.PendingCalls(ctx, db, out.RunID, rec.State); err != nil || len(pending) != 1 || pending[0].ID != "c1/e1" {
+		t.Fatalf("PendingCalls of the root: %+v %v", pending, err)
+	}
+	done, err := r.Submit(ctx, ag, out.RunID, shell.Answers{Results: []core.ToolResult{{CallID: "c1/e1", Output: "brass"}}})
+	if err != nil || done.Status != store.StatusCompleted || done.Answer != "The researcher says: the brass lamp." {
+		t.Fatalf("after answering through the root: %+v %v", done, err)
+	}
+	rec, _ = db.LoadLatest(ctx, out.RunID)
+	if c := rec.State.Counters; c.PromptTokens != 10+100+200 || c.CompletionTokens != 5+50+20 {
+		t.Fatalf("the root counts the tree's tokens: %+v", c)
+	}
+	var result string
+	_ = db.Steps(ctx, out.RunID, func(s store.StepRecord) error {
+		if tr, ok := s.Result.(core.ToolResults); ok {
+			result = tr.Results[0].Output
+		}
+		return nil
+	})
+	if result != "the brass lamp" {
+		t.Fatalf("the call's recorded result: %q", result)
+	}
+	if _, err := r.Submit(ctx, ag, out.RunID, shell.Answers{Results: []core.ToolResult{{CallID: "c1/e1", Output: "brass"}}}); err == nil {
+		t.Fatal("an answer sent again was taken")
+	}
+	for _, id := range []string{out.RunID, child} {
+		cfg := ag.Config
+		if id == child {
+			cfg = ag.SubAgents["research"].Config
+		}
+		rep, err := shell.Replay(ctx, db, id, cfg)
+		if err != nil || rep.Diverged != nil {
+			t.Fatalf("replay %s: %+v %v", id, rep.Diverged, err)
+		}
+	}
+}
+
+// A child that fails is the call's error, which the parent's model reads;
+// cancelling a paused root cancels its paused child.
+func TestSubAgentFailureAndCancellation(t *testing.T) {
+	db := openStore(t)
+	ctx := context.Background()
+	ag := treeAgents(t,
+		[]string{`{"tool_calls":[{"id":"c1","name":"research","arguments":{"task":"x"}}]}`, `{"text":"it failed, sorry"}`},
+		[]string{`{"error":"boom"}`})
+	ag.SubAgents["research"].Models[core.Primary] = failing{}
+	r := shell.NewRunner(db, nil)
+	out, err := r.Start(ctx, ag, "go")
+	if err != nil || out.Status != store.StatusCompleted || out.Answer != "it failed, sorry" {
+		t.Fatalf("%+v %v", out, err)
+	}
+	rec, _ := db.LoadLatest(ctx, out.RunID)
+	var saw bool
+	for _, m := range rec.State.Messages {
+		if m.Role == core.RoleTool && m.IsError && strings.Contains(m.Content, "the sub-agent research failed (model_error)") {
+			saw = true
+		}
+	}
+	if !saw {
+		t.Fatal("the parent's model did not read the child's failure")
+	}
+
+	paused := treeAgents(t, []string{`{"tool_calls":[{"id":"c1","name":"research","arguments":{"task":"x"}}]}`},
+		[]string{`{"tool_calls":[{"id":"e1","name":"ask_person","arguments":{}}]}`})
+	out, err = r.Start(ctx, paused, "go")
+	if err != nil || out.Status != store.StatusAwaitingToolResults {
+		t.Fatalf("%+v %v", out, err)
+	}
+	if c, err := r.Cancel(ctx, paused, out.RunID, "stop"); err != nil || c.Status != store.StatusCancelled {
+		t.Fatalf("cancel the root: %+v %v", c, err)
+	}
+	if info, _ := db.Run(ctx, shell.ChildID(out.RunID, "c1")); info.Status != store.StatusCancelled {
+		t.Fatalf("the child after the root's cancellation: %s", info.Status)
+	}
+}
+
+// failing is a model that fails for good.
+type failing struct{}
+
+func (failing) Complete(context.Context, shell.ModelRequest) (core.ModelReply, error) {
+	return core.ModelReply{}, shell.ErrModelPermanent
+}
+
+// A sub-agent with an output schema hands its parent the value; it is
+// started with no more budget than its parent has left.
+func TestSubAgentHandsItsOutputAndBudget(t *testing.T) {
+	db := openStore(t)
+	ctx := context.Background()
+	ag := treeAgents(t,
+		[]string{`{"tool_calls":[{"id":"c1","name":"research","arguments":{"task":"rate it"}}]}`, `{"text":"done"}`},
+		[]string{`{"text":"{\"score\": 7}"}`})
+	sub := ag.SubAgents["research"]
+	sub.Config.Output = &core.OutputPolicy{Schema: json.RawMessage(`{"type":"object","properties":{"score":{"type":"integer"}},"required":["score"]}`)}
+	ag.Config.Budget = core.Budget{MaxToolCalls: 5}
+	out, err := shell.NewRunner(db, nil).Start(ctx, ag, "go")
+	if err != nil || out.Status != store.StatusCompleted {
+		t.Fatalf("%+v %v", out, err)
+	}
+	var result string
+	_ = db.Steps(ctx, out.RunID, func(s store.StepRecord) error {
+		if tr, ok := s.Result.(core.ToolResults); ok {
+			result = tr.Results[0].Output
+		}
+		return nil
+	})
+	if result != `{"score":7}` {
+		t.Fatalf("the parent's result: %q", result)
+	}
+	child, _ := db.LoadLatest(ctx, shell.ChildID(out.RunID, "c1"))
+	info, _ := db.Run(ctx, shell.ChildID(out.RunID, "c1"))
+	if !child.State.Structured || info.Status != store.StatusCompleted {
+		t.Fatalf("the child: %+v", info)
+	}
+}
