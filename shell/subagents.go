@@ -336,3 +336,41 @@ func (r *Runner) cancelChildren(ctx context.Context, ag *Agent, runID string, st
 		}
 	}
 }
+
+// Child is a child run a parent's call started (see runChild).
+type Child struct {
+	Step   int    // the parent's step that made the call
+	CallID string // the call
+	Tool   string // the sub-agent's tool name
+	Info   store.RunInfo
+}
+
+// Children lists the child runs of a run's sub-agent calls, in the order
+// they were called.
+func Children(ctx context.Context, st RunReader, runID string) ([]Child, error) {
+	var out []Child
+	seen := map[string]bool{}
+	err := st.Steps(ctx, runID, func(rec store.StepRecord) error {
+		a, ok := rec.Action.(core.RequestToolCalls)
+		if !ok {
+			return nil
+		}
+		for _, c := range a.Calls {
+			id := ChildID(runID, c.ID)
+			if seen[id] {
+				continue
+			}
+			info, err := st.Run(ctx, id)
+			if errors.Is(err, store.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			seen[id] = true
+			out = append(out, Child{Step: rec.Seq, CallID: c.ID, Tool: c.Name, Info: info})
+		}
+		return nil
+	})
+	return out, err
+}

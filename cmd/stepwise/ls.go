@@ -91,7 +91,7 @@ Listing reads no run's agent file.
 					if err != nil {
 						return e.storeErr(c.name, err)
 					}
-					j.Pending = pendingJSON(rec.State)
+					j.Pending = pendingTreeJSON(ctx, st, r.ID, rec.State)
 				}
 				out.Runs = append(out.Runs, j)
 			}

@@ -11,7 +11,7 @@ import (
 )
 
 func init() {
-	c := &command{name: "replay", args: "RUN_ID | --all | --runs DIR  [--agent AGENT.toml] [--filter K=V,...] [--continue] [--json] [--junit FILE]",
+	c := &command{name: "replay", args: "RUN_ID [--deep] | --all | --runs DIR  [--agent AGENT.toml] [--filter K=V,...] [--continue] [--json] [--junit FILE]",
 		summary: "re-drive recorded runs offline and check they decide the same",
 		help: `Re-drives the core with a run's recorded results, calling no model and no tool,
 and checks that every action matches the recording byte for byte. With --agent
@@ -45,6 +45,7 @@ but some could not be replayed, 4 when interrupted (SIGINT, SIGTERM).`}
 		db := e.dbFlag(fs)
 		agentFile := fs.String("agent", "", "replay with this agent file instead of the recorded one")
 		asJSON := fs.Bool("json", false, "print the report as JSON")
+		deep := fs.Bool("deep", false, "also replay every child run of the run's sub-agent calls, each against its own recorded agent")
 		var co corpusFlags
 		co.all = fs.Bool("all", false, "replay every run in the database that --filter selects")
 		co.runs = fs.String("runs", "", "replay the export files (*.json) in this directory, with no database")
@@ -72,7 +73,11 @@ but some could not be replayed, 4 when interrupted (SIGINT, SIGTERM).`}
 			fmt.Fprintf(e.stderr, "stepwise replay: --%s needs --all or --runs DIR\n", name)
 			return exitUsage
 		}
-		return e.replayOne(c, *db, pos[0], *agentFile, *asJSON)
+		code = e.replayOne(c, *db, pos[0], *agentFile, *asJSON)
+		if *deep && code == 0 {
+			code = e.replayChildren(c, *db, pos[0], *asJSON)
+		}
+		return code
 	}
 	register(c)
 }
@@ -133,6 +138,29 @@ func (e *env) replayOne(c *command, db, runID, agentFile string, asJSON bool) in
 	}
 	if rep.Diverged != nil {
 		return exitFailed
+	}
+	return 0
+}
+
+// replayChildren replays the child runs of runID's sub-agent calls, and
+// theirs, each against its recorded agent (replay --deep).
+func (e *env) replayChildren(c *command, db, runID string, asJSON bool) int {
+	ctx, st, done, code := e.readSession(c.name, db)
+	if code >= 0 {
+		return code
+	}
+	children, err := shell.Children(ctx, st, runID)
+	done()
+	if err != nil {
+		return e.storeErr(c.name, err)
+	}
+	for _, ch := range children {
+		if code := e.replayOne(c, db, ch.Info.ID, "", asJSON); code != 0 {
+			return code
+		}
+		if code := e.replayChildren(c, db, ch.Info.ID, asJSON); code != 0 {
+			return code
+		}
 	}
 	return 0
 }

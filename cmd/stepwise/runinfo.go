@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -100,6 +101,20 @@ func pendingJSON(st core.State) []jsonCall {
 		return out
 	}
 	for _, c := range st.PendingCalls() {
+		out = append(out, callJSON(c))
+	}
+	return out
+}
+
+// pendingTreeJSON is pendingJSON of a run that may wait on sub-agents:
+// their calls, namespaced (shell.PendingCalls).
+func pendingTreeJSON(ctx context.Context, st shell.StepLoader, runID string, state core.State) []jsonCall {
+	out := pendingJSON(state)
+	if len(out) > 0 {
+		return out
+	}
+	calls, _ := shell.PendingCalls(ctx, st, runID, state)
+	for _, c := range calls {
 		out = append(out, callJSON(c))
 	}
 	return out

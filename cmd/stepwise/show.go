@@ -105,7 +105,7 @@ step did.
 				out.InDoubt = []jsonInDoubt{}
 			}
 			if info.Status == store.StatusAwaitingToolResults {
-				out.Run.Pending = pendingJSON(tl.last)
+				out.Run.Pending = pendingTreeJSON(ctx, st, info.ID, tl.last)
 			}
 			return e.writeJSON(out)
 		}
@@ -126,7 +126,16 @@ step did.
 		for _, to := range info.TakeOvers {
 			fmt.Fprintf(e.stdout, "taken over: %s\n", to)
 		}
-		fmt.Fprintf(e.stdout, "input: %s\n\n", oneLine(info.Input))
+		fmt.Fprintf(e.stdout, "input: %s\n", oneLine(info.Input))
+		if children, err := shell.Children(ctx, st, info.ID); err == nil && len(children) > 0 {
+			// The tree: each sub-agent call's child run (show or replay it
+			// on its own, or replay the root with --deep).
+			fmt.Fprintln(e.stdout, "sub-agent runs:")
+			for _, ch := range children {
+				fmt.Fprintf(e.stdout, "  step %d call %s %s -> %s (%s, %s, %s)\n", ch.Step, ch.CallID, ch.Tool, ch.Info.ID, ch.Info.Agent, ch.Info.Status, plural(ch.Info.LastSeq, "step"))
+			}
+		}
+		fmt.Fprintln(e.stdout)
 		for i, s := range tl.steps {
 			if tl.turn > 1 && (i == 0 || s.Turn != tl.steps[i-1].Turn) {
 				// A conversation: its steps grouped by user turn.

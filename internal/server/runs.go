@@ -253,6 +253,14 @@ func (s *Server) runJSONOf(ctx context.Context, ri store.RunInfo) (apiRun, error
 		return apiRun{}, err
 	}
 	run.withState(st)
+	if ri.Status == store.StatusAwaitingToolResults && len(run.Pending) == 0 {
+		// Paused on sub-agents: their calls, namespaced (shell.PendingCalls).
+		if calls, err := shell.PendingCalls(ctx, s.cfg.Store, id, st); err == nil {
+			for _, c := range calls {
+				run.Pending = append(run.Pending, callOf(c))
+			}
+		}
+	}
 	if !ri.Status.Ended() {
 		if ag, _, err := s.agents.bySource(ri.Config); err == nil {
 			if doubt, err := s.runner.Pool().InDoubtAt(ctx, ag, id, seq, st); err == nil {

@@ -129,7 +129,14 @@ func (s *Spec) registry() (*shell.Registry, error) {
 		impls[impl.Spec().Name] = impl
 	}
 	reg := shell.NewRegistry()
+	agents := map[string]bool{}
+	for _, t := range s.agentTools {
+		agents[t.Name] = true
+	}
 	for _, decl := range s.Config.Tools {
+		if agents[decl.Name] {
+			continue // a sub-agent: build adds it (subagents.go)
+		}
 		if decl.Mode == core.ModeExternal {
 			if err := reg.External(decl); err != nil {
 				return nil, err

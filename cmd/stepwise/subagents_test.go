@@ -1,0 +1,50 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A sub-agent's pause surfaces at the root with a namespaced call id, is
+// answered through the root, and the tree shows and replays (--deep);
+// cancelling a paused root cancels its child.
+func TestSubAgentTreeThroughTheCLI(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "t.db")
+	r := cli(t, db, "", "run", "testdata/agents/manager.toml", "Buy a desk lamp", "--json")
+	want(t, r, exitPaused)
+	o := decodeOutcome(t, r)
+	if len(o.Pending) != 1 || o.Pending[0].ID != "call_research/call_ask" || o.Pending[0].Name != "ask_person" {
+		t.Fatalf("the root's pause: %+v", o)
+	}
+	ls := cli(t, db, "", "ls", "--json")
+	if !strings.Contains(ls.stdout, o.RunID+".call_research") || !strings.Contains(ls.stdout, `"id":"call_research/call_ask"`) {
+		t.Fatalf("ls does not show the child and the root's namespaced pending call:\n%s", ls.stdout)
+	}
+	bad := cli(t, db, `[{"tool_call_id": "call_nope/call_ask", "result": "x"}]`, "resume", o.RunID, "--results", "-")
+	want(t, bad, exitUsage)
+	r = cli(t, db, "", "resume", o.RunID, "--results", "testdata/results/research.json", "--json")
+	want(t, r, exitCompleted)
+	if d := decodeOutcome(t, r); d.Answer != "We will buy the brass desk lamp, as the researcher found." {
+		t.Fatalf("after answering through the root: %+v", d)
+	}
+	want(t, cli(t, db, "", "resume", o.RunID, "--results", "testdata/results/research.json"), exitUsage)
+	show := cli(t, db, "", "show", o.RunID)
+	if !strings.Contains(show.stdout, "sub-agent runs:\n  step 2 call call_research research -> "+o.RunID+".call_research (researcher, completed, 4 steps)") {
+		t.Fatalf("show lacks the tree:\n%s", show.stdout)
+	}
+	rep := cli(t, db, "", "replay", o.RunID, "--deep")
+	want(t, rep, exitCompleted)
+	if !strings.Contains(rep.stdout, o.RunID+".call_research: 4 steps replayed, identical") {
+		t.Fatalf("replay --deep:\n%s", rep.stdout)
+	}
+
+	r = cli(t, db, "", "run", "testdata/agents/manager.toml", "Buy a lamp", "--json")
+	want(t, r, exitPaused)
+	id := decodeOutcome(t, r).RunID
+	want(t, cli(t, db, "", "cancel", id), 0)
+	child := cli(t, db, "", "show", id+".call_research", "--json")
+	if !strings.Contains(child.stdout, `"status":"cancelled"`) {
+		t.Fatalf("the child after cancelling the root:\n%s", child.stdout)
+	}
+}
