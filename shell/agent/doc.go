@@ -45,6 +45,8 @@
 //	[conversation]               # on_message, max_message_bytes: see Conversations
 //	[context]                    # max_tokens, max_fraction, keep_turns, strategies, summarizer,
 //	                             # summary_words, enabled: see Context compaction
+//	[output]                     # schema, max_corrections: see Structured output
+//	[[agents]]                   # name, file, description, parameters, mode: see Sub-agents
 //
 //	[[tools]]                    # a built-in tool, with its options
 //	builtin = "run_code"
@@ -440,6 +442,35 @@
 // submission): once a call of its tools has run and succeeded, the turn
 // completes with the call's result as the answer, with no further model
 // call. A failed call goes back to the model as any failure does.
+//
+// # Structured output
+//
+// [output] schema makes the final answer a JSON value that fits a JSON
+// Schema (JSON text or a table, like a tool's parameters): checked by the
+// core, sent back once (max_corrections, 0 for none) when it does not fit,
+// then the run fails with invalid_output. stepwise run --json and GET
+// /v1/runs/{id} give it as "output"; from Go, shell.OutputAs[T]. An
+// OpenAI-compatible or Responses model is asked for it natively when the
+// schema's root is an object (ADR 0034).
+//
+//	[output]
+//	schema = '''{"type": "object", "properties": {"label": {"type": "string"}}, "required": ["label"]}'''
+//
+// # Sub-agents
+//
+// [[agents]] makes another agent file a tool: a call of it starts a child
+// run of that agent (id: the parent's id, a dot, the call's id), whose
+// answer, or output, is the call's result and whose failure is the call's
+// error (ADR 0034). Without parameters the tool takes a task, the child's
+// input; with them, the arguments' JSON is. A child's pause for external
+// tools pauses the root, its calls named "CALL/CHILDCALL"; answer them
+// through the root. Budgets span the tree; cancelling the root cancels it;
+// sub-agents nest at most 3 deep. mode = "handoff" is not built yet.
+//
+//	[[agents]]
+//	name = "research"
+//	file = "researcher.toml"
+//	description = "Research a product question."
 //
 // # Context compaction
 //
