@@ -81,8 +81,14 @@ func (c Config) formatSpec() (FormatSpec, bool) {
 	return c.Formats().Lookup(c.format())
 }
 
-// parse reads a reply in c's format.
+// parse reads a reply in c's format. The helpers format under
+// Policy.HelpersSourceText reads it with its switch (helpersOptions), which
+// the format's FormatSpec, a function of the text and tools alone, cannot
+// take.
 func (c Config) parse(r ModelReply) (Parsed, error) {
+	if o := c.helpersOptions(); o.SourceText {
+		return parseHelpersWith(o, r.Text, c.tools())
+	}
 	spec, ok := c.formatSpec()
 	if !ok {
 		return Parsed{}, &ParseError{Format: c.format(), Msg: "unknown format"}

@@ -145,6 +145,12 @@ type Policy struct {
 	// StrictNumbers refuses, where a schema says integer, a number written
 	// with a fraction or an exponent (5.0, 5e0); JSON Schema accepts them.
 	StrictNumbers bool `json:"strict_numbers,omitempty"`
+	// HelpersSourceText, with format helpers, passes a call's argument
+	// that is a Python expression outside the helpers subset as a string
+	// holding its source text, with a warning in the step's ParseMeta,
+	// instead of a correction (the SABRE design's rule; see "The helpers
+	// format" in the package doc).
+	HelpersSourceText bool `json:"helpers_source_text,omitempty"`
 	// NoCorrections is true when MaxCorrections is meant to be zero.
 	NoCorrections bool `json:"no_corrections,omitempty"`
 	// ErrorPrefix is put in front of a failed call's error text in what the

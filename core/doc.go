@@ -201,4 +201,22 @@
 // results (Turn.Program locates its text); the bindings are computed again
 // from them, so a run checkpointed between two calls resumes, replays and
 // forks exactly.
+//
+// Policy.HelpersSourceText (on in the agent file's sabre preset) follows
+// the SABRE design, which serializes an expression it cannot evaluate as a
+// string: with format helpers, a call's argument (name=value or positional)
+// that is a Python expression outside the subset is passed as a str holding
+// its source text, as written and trimmed, and the call goes on to the
+// validator as any other (a schema that wants a number refuses the str with
+// the usual correction). That is a value the parser refuses (an undefined
+// name, a function that is not a tool, attributes and methods, other
+// operators, comparisons, conditions, comprehensions, lambdas, slices) or
+// one that cannot be computed before any result is in ("x"["a"], or n + 1
+// where n = "x"). Each such argument adds a warning to the turn's
+// ParseMeta: "line 2: lookup(q=...): the expression len(x) is outside the
+// helpers subset; passed as its source text". Still corrections: text that
+// is not a Python expression (unbalanced brackets, a string not closed), a
+// tool called inside an argument or named as a value, true/false/null,
+// the size and nesting bounds, ** and *args, assignments; and a value that
+// waits for a result runs, and stops the block, as above.
 package core

@@ -26,11 +26,17 @@ func isPyIdentifier(s string) bool { return helpers.IsIdentifier(s) }
 // literal calls parses to Calls, a program to Parsed.program, which the
 // core interprets statement by statement (helpers_turn.go).
 func parseHelpers(text string, tools []Tool) (Parsed, error) {
-	hp, err := helpers.Parse(text, parserTools(tools))
+	return parseHelpersWith(helpers.Options{}, text, tools)
+}
+
+// parseHelpersWith is parseHelpers with the parser's switches o; the
+// parser's warnings go to Parsed.Meta.
+func parseHelpersWith(o helpers.Options, text string, tools []Tool) (Parsed, error) {
+	hp, err := o.Parse(text, parserTools(tools))
 	if err != nil {
 		return Parsed{}, helpersParseError(text, err)
 	}
-	p := Parsed{Text: hp.Text, Raw: hp.Raw, program: hp.Program}
+	p := Parsed{Text: hp.Text, Raw: hp.Raw, program: hp.Program, Meta: ParseMeta{Warnings: hp.Warnings}}
 	if hp.Calls != nil {
 		p.Calls = make([]NativeCall, len(hp.Calls))
 		for i, c := range hp.Calls {
@@ -38,6 +44,14 @@ func parseHelpers(text string, tools []Tool) (Parsed, error) {
 		}
 	}
 	return p, nil
+}
+
+// helpersOptions are the helpers parser's switches under c: SourceText
+// when c's format is helpers and Policy.HelpersSourceText is set. Every
+// parse of a reply of c's (the reply, and the program of a turn read
+// again from it: programOf) uses them, so they read it the same.
+func (c Config) helpersOptions() helpers.Options {
+	return helpers.Options{SourceText: c.Policy.HelpersSourceText && c.format() == FormatHelpers}
 }
 
 // parseHelperProgram reads the statements of every block of a reply as one

@@ -85,10 +85,12 @@ func checkProgram(cfg Config, text string, prog *helperProgram, step int) []stri
 	return prog.Check(text, programHost{cfg, step})
 }
 
-// startProgram begins the turn of a reply whose blocks form a program:
-// checked, then run to its first calls. msg is the reply's assistant
-// message, the last of st.Messages.
-func startProgram(cfg Config, st State, msg Message, prog *helperProgram) State {
+// startProgram begins the turn of a reply whose blocks form a program
+// (parsed.program): checked, then run to its first calls, the turn
+// recording the parser's warnings (programMeta). msg is the reply's
+// assistant message, the last of st.Messages.
+func startProgram(cfg Config, st State, msg Message, parsed Parsed) State {
+	prog := parsed.program
 	step := st.Counters.Steps
 	if n := cfg.maxCallsPerTurn(); prog.Calls() > n {
 		return correct(cfg, st, msg, []string{fmt.Sprintf("you made %d tool calls in one reply; at most %d are allowed per turn", prog.Calls(), n)})
@@ -98,8 +100,19 @@ func startProgram(cfg Config, st State, msg Message, prog *helperProgram) State 
 	}
 	st.Counters.Corrections = 0
 	st.Phase = PhaseTools
-	st.Turn = &Turn{Calls: []ToolCall{}, Results: []ToolResult{}, Program: &Program{Message: len(st.Messages) - 1, Step: step}}
+	st.Turn = &Turn{Calls: []ToolCall{}, Results: []ToolResult{}, Program: &Program{Message: len(st.Messages) - 1, Step: step}, Parse: programMeta(parsed)}
 	return advanceProgram(cfg, st, runProgram(cfg, msg.Content, prog, step, nil, nil))
+}
+
+// programMeta is what the turn of a program records of its parse: the
+// parser's warnings (nil when none). A program's calls are not spans of
+// the reply, and the format auto chose is left out as it always was, so
+// that a program's turn without warnings keeps its bytes.
+func programMeta(parsed Parsed) *ParseMeta {
+	if len(parsed.Meta.Warnings) == 0 {
+		return nil
+	}
+	return &ParseMeta{Warnings: parsed.Meta.Warnings}
 }
 
 // resumeProgram goes on with the program of st's turn once every call it
@@ -158,7 +171,7 @@ func programOf(cfg Config, st State) (string, *helperProgram, error) {
 		return "", nil, fmt.Errorf("%w: the turn's program is not in an assistant message (message %d of %d)", ErrBadState, i, len(st.Messages))
 	}
 	text := st.Messages[i].Content
-	parsed, err := parseHelpers(text, cfg.tools())
+	parsed, err := parseHelpersWith(cfg.helpersOptions(), text, cfg.tools())
 	if err != nil {
 		return "", nil, err
 	}

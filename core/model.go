@@ -21,7 +21,7 @@ func resumeModel(cfg Config, st State, r ModelReply) State {
 		return correct(cfg, st, msg, []string{perr.Error()})
 	}
 	if parsed.program != nil {
-		return startProgram(cfg, st, msg, parsed.program)
+		return startProgram(cfg, st, msg, parsed)
 	}
 	if len(calls) == 0 {
 		return answer(cfg, st, parsed.Text)

@@ -29,6 +29,7 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of core/t
 //	state       prints DescribeState
 //	messages    prints the conversation, one message a line
 //	last        prints the last message in full, each line after "| "
+//	parse       prints what the parser noticed of the turn's reply (its warnings)
 //
 // Run `go test ./core -run TestScripts -rewrite` to regenerate the outputs.
 func TestScripts(t *testing.T) {
@@ -145,6 +146,11 @@ func runCommand(t *testing.T, b block, cfg *core.Config, st *core.State) string 
 		}
 		m := st.Messages[len(st.Messages)-1]
 		return "| " + strings.ReplaceAll(string(m.Role)+": "+m.Content, "\n", "\n| ")
+	case "parse":
+		if st.Turn == nil || st.Turn.Parse == nil || len(st.Turn.Parse.Warnings) == 0 {
+			return "(no warnings)"
+		}
+		return "warning: " + strings.Join(st.Turn.Parse.Warnings, "\nwarning: ")
 	case "reply":
 		var r core.ModelReply
 		decode(&r)

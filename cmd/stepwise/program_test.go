@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -238,4 +239,40 @@ func TestJSONStatusVocabularyAndPendingCalls(t *testing.T) {
 	res := inProcessStdin(t, db, `[{"tool_call_id": "call_approve", "result": "approved"}]`, "resume", pausedID, "--results", "-", "--json")
 	want(t, res, exitCompleted, "resume")
 	check("resume", object("resume", res.stdout), false)
+}
+
+// The sabre preset passes an argument outside the helpers subset as its
+// source text (Policy.HelpersSourceText): the call runs with the string,
+// and the run replays identically, the stored agent carrying the policy.
+func TestSabrePresetPassesSourceText(t *testing.T) {
+	dir := t.TempDir()
+	script := `{"text": "<helpers>\norders(user_id=7, label=\", \".join(names))\n</helpers>"}` + "\n" + `{"text": "Done."}` + "\n"
+	agent := `preset = "sabre"
+name = "sabre-source-text"
+
+[models.primary]
+provider = "script"
+script = "s.jsonl"
+
+[[tools]]
+name = "orders"
+command = ["printf", "%s: 3 orders (user %s)", "{{label}}", "{{user_id}}"]
+parameters = '''{"type": "object", "properties": {"user_id": {"type": "integer"}, "label": {"type": "string"}}, "required": ["user_id"]}'''
+`
+	if err := os.WriteFile(filepath.Join(dir, "s.jsonl"), []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "a.toml"), []byte(agent), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "t.db")
+	r := inProcessStdin(t, db, "", "run", filepath.Join(dir, "a.toml"), "go", "--json")
+	want(t, r, exitCompleted)
+	o := decodeOutcome(t, r)
+	s := showRun(t, db, o.RunID)
+	if got := s.actions(); len(got) < 2 || got[1] != `tools call_1_1 orders {"label":"\", \".join(names)","user_id":7}` ||
+		s.Steps[2].Outcome != `results call_1_1 ok "\", \".join(names): 3 orders (user 7)"` {
+		t.Fatalf("timeline:\n%s\nstep 2: %s", strings.Join(got, "\n"), s.Steps[2].Outcome)
+	}
+	want(t, inProcessStdin(t, db, "", "replay", o.RunID), exitCompleted, "replay")
 }

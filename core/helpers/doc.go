@@ -17,6 +17,10 @@
 //     the results of the calls it made so far and returns the calls to
 //     make next, or the statement it stopped at. Both ask a Host, which the
 //     core supplies, whether a name is a tool and to check each call.
+//   - Options switch the parser: Options.SourceText passes an argument
+//     that is a Python expression outside the subset as a str holding its
+//     source text, with a warning (Parsed.Warnings, Program.Warnings),
+//     instead of an *Error; the zero Options read the subset alone.
 //   - A Program is never changed by running it; all a run depends on is
 //     its text, the Host's answers and the results passed in, so the same
 //     inputs give the same calls, byte for byte.

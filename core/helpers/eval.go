@@ -42,6 +42,9 @@ type callResult struct {
 type evalError struct {
 	off int
 	msg string
+	// limit marks a value over maxHelperValue: a bound, not a value
+	// outside the subset (Options.SourceText keeps it a refusal).
+	limit bool
 }
 
 func (e *evalError) Error() string { return e.msg }
@@ -51,6 +54,11 @@ var errAwaitsResult = errors.New("the value depends on a result not yet in")
 
 func evalErr(e hexpr, format string, args ...any) error {
 	return &evalError{off: e.offset(), msg: fmt.Sprintf(format, args...)}
+}
+
+// limitErr is evalErr for a value over maxHelperValue.
+func limitErr(e hexpr, format string, args ...any) error {
+	return &evalError{off: e.offset(), msg: fmt.Sprintf(format, args...), limit: true}
 }
 
 // evalHelper computes e with the names in env. It fails with an
@@ -120,7 +128,7 @@ func evalHelper(e hexpr, env map[string]hval) (hval, error) {
 			}
 			writeHelperText(&b, v.v)
 			if b.Len() > maxHelperValue {
-				return hval{}, evalErr(e, "the f-string is longer than %d bytes", maxHelperValue)
+				return hval{}, limitErr(e, "the f-string is longer than %d bytes", maxHelperValue)
 			}
 		}
 		return hval{v: b.String(), cost: b.Len()}, nil
@@ -130,7 +138,7 @@ func evalHelper(e hexpr, env map[string]hval) (hval, error) {
 
 func sized(e hexpr, v any, cost int) (hval, error) {
 	if cost > maxHelperValue {
-		return hval{}, evalErr(e, "the value is larger than %d bytes", maxHelperValue)
+		return hval{}, limitErr(e, "the value is larger than %d bytes", maxHelperValue)
 	}
 	return hval{v: v, cost: cost}, nil
 }
@@ -232,7 +240,7 @@ func add(off int, a, b hval) (hval, error) {
 	case string:
 		if y, ok := b.v.(string); ok {
 			if len(x)+len(y) > maxHelperValue {
-				return hval{}, evalErr(at, "the joined string is longer than %d bytes", maxHelperValue)
+				return hval{}, limitErr(at, "the joined string is longer than %d bytes", maxHelperValue)
 			}
 			return hval{v: x + y, cost: len(x) + len(y)}, nil
 		}

@@ -112,7 +112,7 @@ func (p *helperParser) postfix() (hexpr, *Error) {
 			return x, nil
 		}
 		if n == maxHelperSubscripts {
-			return nil, p.errAt(p.pos, "more than %d subscripts in a row", maxHelperSubscripts)
+			return nil, p.firmAt(p.pos, "more than %d subscripts in a row", maxHelperSubscripts)
 		}
 		off := p.pos
 		p.pos++
@@ -146,7 +146,7 @@ func (p *helperParser) atom() (hexpr, *Error) {
 		return nil, p.cutOff()
 	}
 	if p.nest >= maxHelperNesting {
-		return nil, p.errAt(p.pos, "values are nested more than %d levels deep", maxHelperNesting)
+		return nil, p.firmAt(p.pos, "values are nested more than %d levels deep", maxHelperNesting)
 	}
 	off := p.pos
 	c := p.src[p.pos]
@@ -197,7 +197,7 @@ func (p *helperParser) atom() (hexpr, *Error) {
 	switch {
 	case p.at("("):
 		if _, isTool := helperTool(p.tools, name); isTool {
-			return nil, p.errAt(off, "the call %s(...) inside %s is not allowed: calls cannot be nested; call it in a statement of its own, r = %s(...), and use r here", name, p.ctx, name)
+			return nil, p.firmAt(off, "the call %s(...) inside %s is not allowed: calls cannot be nested; call it in a statement of its own, r = %s(...), and use r here", name, p.ctx, name)
 		}
 		return nil, p.errAt(off, "%s(...) is not available: a <helpers> block calls only its tools (%s); build text with an f-string", name, p.toolList())
 	case p.at("."):
@@ -207,10 +207,10 @@ func (p *helperParser) atom() (hexpr, *Error) {
 	if !p.defined[name] {
 		switch {
 		case name == "true" || name == "false" || name == "null":
-			return nil, p.errAt(off, "%s is not Python; write %s", name, map[string]string{"true": "True", "false": "False", "null": "None"}[name])
+			return nil, p.firmAt(off, "%s is not Python; write %s", name, map[string]string{"true": "True", "false": "False", "null": "None"}[name])
 		}
 		if _, isTool := helperTool(p.tools, name); isTool {
-			return nil, p.errAt(off, "%s is a tool: call it in a statement of its own, r = %s(...), and use r", name, name)
+			return nil, p.firmAt(off, "%s is a tool: call it in a statement of its own, r = %s(...), and use r", name, name)
 		}
 		return nil, p.errAt(off, "%s is not defined: assign it in an earlier statement (%s = a_tool(...)), or write the value itself", name, name)
 	}

@@ -29,6 +29,30 @@ type Parsed struct {
 	Calls   []Call
 	Raw     []string
 	Program *Program
+	// Warnings are what the parser accepted but noticed: one per argument
+	// passed as its source text (Options.SourceText), in the order written.
+	Warnings []string
+}
+
+// Options are the parser's switches. The zero value reads the format as
+// the package doc describes it; Parse and ParseProgram use it.
+type Options struct {
+	// SourceText passes the value of a call's argument (name=value or a
+	// positional one) that is a Python expression outside the subset as a
+	// str holding its source text, as written and trimmed, instead of
+	// refusing it, and says so in a warning (the SABRE design's rule,
+	// "serialize complex expressions as strings"). It applies to a value
+	// the parser refuses (an undefined name, a call of a function that is
+	// not a tool, attributes and methods, other operators, comparisons,
+	// conditions, comprehensions, lambdas, slices, ...) and to one the
+	// evaluator refuses before any result is in (a subscript or + that
+	// cannot be computed from the literals and names it reads). A value
+	// that waits for a result is never replaced: its error, if any, comes
+	// when the program runs. Still refused: text that is not a Python
+	// expression (unbalanced brackets, a string not closed), a tool called
+	// inside an argument or named without a call, true/false/null, the
+	// size and nesting bounds, ** and *args, and assignments.
+	SourceText bool
 }
 
 // Parse reads the helpers format: Python-style statements inside
@@ -57,14 +81,20 @@ type Parsed struct {
 // tuples (as JSON arrays) and dicts with string keys. Integers stay
 // integers in the JSON and floats keep a decimal point or exponent. A value
 // that uses no name is computed here (1 + 2 is 3). Anything outside the
-// subset is an *Error naming its line and column. A call to an unknown
-// function is kept: the host's validator rejects it and names the tools.
-func Parse(text string, tools []Tool) (Parsed, error) {
-	msg, prog, err := ParseProgram(text, tools)
+// subset is an *Error naming its line and column (Options.SourceText
+// passes an argument outside it as its source text instead). A call to an
+// unknown function is kept: the host's validator rejects it and names the
+// tools.
+func Parse(text string, tools []Tool) (Parsed, error) { return Options{}.Parse(text, tools) }
+
+// Parse reads the helpers format as the package function Parse does, with
+// o's switches.
+func (o Options) Parse(text string, tools []Tool) (Parsed, error) {
+	msg, prog, err := o.ParseProgram(text, tools)
 	if err != nil {
 		return Parsed{}, err
 	}
-	p := Parsed{Text: msg}
+	p := Parsed{Text: msg, Warnings: prog.warnings}
 	if len(prog.stmts) == 0 {
 		return p, nil
 	}
@@ -87,8 +117,14 @@ func Parse(text string, tools []Tool) (Parsed, error) {
 // program, whatever they are (a block of literal calls included), and the
 // message around them (the reply without its blocks, trimmed).
 func ParseProgram(text string, tools []Tool) (string, *Program, error) {
+	return Options{}.ParseProgram(text, tools)
+}
+
+// ParseProgram reads a reply's program as the package function
+// ParseProgram does, with o's switches.
+func (o Options) ParseProgram(text string, tools []Tool) (string, *Program, error) {
 	var msg strings.Builder
-	hp := &helperParser{src: text, tools: tools, defined: map[string]bool{}}
+	hp := &helperParser{src: text, tools: tools, defined: map[string]bool{}, sourceText: o.SourceText}
 	prog := &Program{}
 	i := 0
 	for {
@@ -111,6 +147,10 @@ func ParseProgram(text string, tools []Tool) (string, *Program, error) {
 		if st.call != nil {
 			prog.calls++
 		}
+	}
+	if o.SourceText {
+		prog.staticSourceText(text)
+		prog.warnings = prog.sourceWarnings(text)
 	}
 	return strings.TrimSpace(msg.String()), prog, nil
 }
@@ -138,6 +178,8 @@ type helperParser struct {
 	ctx string
 	// defined holds the names assigned by the statements read so far.
 	defined map[string]bool
+	// sourceText is Options.SourceText.
+	sourceText bool
 }
 
 // helperArg is an argument (or a dict member) as JSON: its name, its value
@@ -156,6 +198,13 @@ type pyLit struct {
 
 func (p *helperParser) errAt(off int, format string, args ...any) *Error {
 	return errAt(p.src, off, format, args...)
+}
+
+// firmAt is errAt for a refusal that Options.SourceText keeps.
+func (p *helperParser) firmAt(off int, format string, args ...any) *Error {
+	e := errAt(p.src, off, format, args...)
+	e.firm = true
+	return e
 }
 
 func (p *helperParser) at(s string) bool { return strings.HasPrefix(p.src[p.pos:], s) }
@@ -340,18 +389,17 @@ func (p *helperParser) arguments() ([]helperCallArg, *Error) {
 			if !isKeyword && len(keyword) > 0 {
 				return nil, p.errAt(off, "a positional argument cannot follow keyword arguments in %s(...); pass it by keyword (name=value)", p.call)
 			}
-			e, err := p.expr()
+			a, err := p.argValue()
 			if err != nil {
 				return nil, err
 			}
-			if e, err = p.fold(e); err != nil {
-				return nil, err
-			}
+			a.key, a.off = key, off
 			if isKeyword {
-				keyword = append(keyword, helperCallArg{key: key, val: e, off: off})
+				keyword = append(keyword, a)
 			} else {
-				positional = append(positional, helperCallArg{val: e, off: off})
+				positional = append(positional, a)
 			}
+			continue // argValue read the separator
 		}
 		if _, err := p.separator(')'); err != nil {
 			return nil, err

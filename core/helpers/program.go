@@ -9,6 +9,9 @@ import "strings"
 type Program struct {
 	stmts []helperStmt
 	calls int // how many statements are calls
+	// warnings are Parsed.Warnings: the arguments passed as their source
+	// text (Options.SourceText).
+	warnings []string
 }
 
 // helperStmt is one statement: a call (with an optional target) or an
@@ -29,16 +32,24 @@ type helperCall struct {
 }
 
 // helperCallArg is one argument: key=val, or (spread) **val, whose members
-// are computed when the call runs.
+// are computed when the call runs. off is where the argument begins (its
+// name), at and end delimit its value's text; source marks a value passed
+// as that text (Options.SourceText).
 type helperCallArg struct {
-	key    string
-	val    hexpr
-	off    int
-	spread bool
+	key     string
+	val     hexpr
+	off     int
+	at, end int
+	spread  bool
+	source  bool
 }
 
 // Calls is how many of the program's statements are tool calls.
 func (prog *Program) Calls() int { return prog.calls }
+
+// Warnings are what the parser accepted but noticed: one per argument
+// passed as its source text (Options.SourceText), in the order written.
+func (prog *Program) Warnings() []string { return prog.warnings }
 
 // literalCalls turns a program of calls whose arguments use no names into
 // the calls the helpers format always gave, byte for byte.
@@ -168,6 +179,9 @@ func (p *helperParser) fold(e hexpr) (hexpr, *Error) {
 	v, eerr := evalHelper(e, nil)
 	if eerr != nil {
 		ev := eerr.(*evalError) // with no names, nothing waits for a result
+		if ev.limit {
+			return nil, p.firmAt(ev.off, "%s", ev.msg)
+		}
 		return nil, p.errAt(ev.off, "%s", ev.msg)
 	}
 	return &hLit{lit: litOf(v.v), off: e.offset()}, nil

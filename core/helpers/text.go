@@ -14,6 +14,9 @@ type Error struct {
 	Offset    int
 	Line, Col int
 	Msg       string
+	// firm marks a refusal that Options.SourceText leaves a refusal (a
+	// tool used inside a value, a bound exceeded).
+	firm bool
 }
 
 // Error is the message with its place: line 2 column 5: ...

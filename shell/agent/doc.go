@@ -35,7 +35,7 @@
 //	[limits]                     # max_steps, max_calls_per_turn, max_repeats, max_corrections,
 //	max_steps = 20               # max_escalations, tool_result_bytes, max_state_bytes, max_turns
 //	[policy]                     # parallel, stop_on_error, reject_unknown_args, strict_numbers, error_prefix,
-//	                             # on_max_turns, citations
+//	                             # on_max_turns, citations, helpers_source_text
 //	[memory]                     # tools, recall, recall_limit, namespace
 //	[run]                        # tool_timeout, run_timeout, max_tool_output, in_doubt
 //	[summary]                    # items, item_chars, max_bytes: see Result summaries
@@ -85,6 +85,11 @@
 // With format = "helpers" the model writes small Python-style programs
 // whose calls can use earlier calls' results ("The helpers format" in
 // package core; `stepwise tools FILE` shows what the model is told).
+// [policy] helpers_source_text = true passes a call's argument that is a
+// Python expression outside that subset (len(x), a.upper(), a
+// comprehension, an undefined name) as a string holding its source text,
+// with a warning recorded in the step, instead of a correction; text that
+// is not Python stays a correction.
 // Unknown keys and values of the wrong type are errors naming the file, line
 // and column; the errors found after decoding (a bad schema, a negative
 // limit, an unknown format, a bad duration, a missing script) name the file
@@ -104,7 +109,7 @@
 // shows the result.
 //
 //	preset      what it sets
-//	sabre       format = "helpers"
+//	sabre       format = "helpers"; [policy] helpers_source_text = true
 //	ai_battle   format = "fenced"; with a [models.helper], [collaboration]
 //	            threshold = 0.7, max_retries = 3
 //	caxton      format = "native"; [memory] tools = true; [cycles]

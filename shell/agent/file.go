@@ -103,6 +103,7 @@ type Policy struct {
 	StopOnError       bool   `toml:"stop_on_error"`
 	RejectUnknownArgs bool   `toml:"reject_unknown_args"`
 	StrictNumbers     bool   `toml:"strict_numbers"`
+	HelpersSourceText bool   `toml:"helpers_source_text"`
 	NoCorrections     bool   `toml:"no_corrections"`
 	ErrorPrefix       string `toml:"error_prefix"`
 	// OnMaxTurns is fail (the default) or answer; Citations is sources,

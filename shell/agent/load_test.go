@@ -189,3 +189,17 @@ func TestErrorPrefix(t *testing.T) {
 		}
 	}
 }
+
+// TestHelpersSourceTextKey: [policy] helpers_source_text reaches the
+// config without a preset; off when the file leaves it out.
+func TestHelpersSourceTextKey(t *testing.T) {
+	for policy, want := range map[string]bool{"": false, "[policy]\nhelpers_source_text = true\n": true} {
+		spec, err := agent.Parse([]byte(head+policy), "t.toml", scriptDir(t, "x.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := spec.Config.Policy.HelpersSourceText; got != want {
+			t.Errorf("%q: HelpersSourceText = %v, want %v", policy, got, want)
+		}
+	}
+}

@@ -23,9 +23,14 @@ type preset struct {
 // presets are the presets by name.
 var presets = map[string]preset{
 	"sabre": {
-		what: "tool calls written as Python calls (helpers programs), external tools that pause the run",
+		what: "tool calls written as Python calls (helpers programs), an argument outside the subset passed as its source text, external tools that pause the run",
 		apply: func(f *File, set func(string) bool) {
 			setString(&f.Format, "format", string(core.FormatHelpers), set)
+			// The design serializes an expression it cannot evaluate
+			// as a string.
+			if !set("policy.helpers_source_text") {
+				f.Policy.HelpersSourceText = true
+			}
 		},
 	},
 	"ai_battle": {

@@ -28,8 +28,8 @@ func presetSpec(t *testing.T, preset, extra string) (*agent.Spec, error) {
 func TestPresets(t *testing.T) {
 	cases := map[string]func(t *testing.T, c core.Config){
 		"sabre": func(t *testing.T, c core.Config) {
-			if c.Format != core.FormatHelpers {
-				t.Errorf("format %q", c.Format)
+			if c.Format != core.FormatHelpers || !c.Policy.HelpersSourceText {
+				t.Errorf("format %q, helpers source text %v", c.Format, c.Policy.HelpersSourceText)
 			}
 		},
 		"ai_battle": func(t *testing.T, c core.Config) {
@@ -43,7 +43,7 @@ func TestPresets(t *testing.T) {
 			}
 		},
 		"torchrl": func(t *testing.T, c core.Config) {
-			if c.Format != core.FormatXML || !c.Policy.StopOnError {
+			if c.Format != core.FormatXML || !c.Policy.StopOnError || c.Policy.HelpersSourceText {
 				t.Errorf("format %q, stop on error %v", c.Format, c.Policy.StopOnError)
 			}
 		},
@@ -81,6 +81,9 @@ func TestPresets(t *testing.T) {
 	}
 	if s, err = presetSpec(t, "edison", "[run]\ntool_timeout = \"40s\"\n[policy]\nstrict_numbers = false"); err != nil || s.ToolTimeout != 40*time.Second || s.Config.Policy.StrictNumbers {
 		t.Fatalf("edison with the file's own run and policy keys: %s %+v %v", s.ToolTimeout, s.Config.Policy, err)
+	}
+	if s, err = presetSpec(t, "sabre", "[policy]\nhelpers_source_text = false"); err != nil || s.Config.Format != core.FormatHelpers || s.Config.Policy.HelpersSourceText {
+		t.Fatalf("sabre with the file's own policy key: %q %+v %v", s.Config.Format, s.Config.Policy, err)
 	}
 	// ai_battle pairs the primary with a helper when there is one.
 	dir := t.TempDir()
