@@ -188,7 +188,11 @@ func (r *Runner) drive(ctx, hctx context.Context, ag *Agent, cur *cursor, h *hol
 				return Outcome{}, fmt.Errorf("run %s step %d: %w", cur.id, cur.seq, err)
 			}
 		}
-		if changed := ag.current(); changed != ag {
+		changed := ag.current()
+		if target := cur.takeHandoff(); target != nil {
+			changed = target // a handoff: the run goes on with that agent
+		}
+		if changed != ag {
 			// Picked up before the result is folded in: replay applies a
 			// change recorded now from the next step on, Resume included.
 			if err := r.changeAgent(durable, h, cur, ag, changed); err != nil {

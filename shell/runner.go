@@ -56,6 +56,9 @@ type Agent struct {
 	// call starts a child run (subagents.go). Each is declared in
 	// Config.Tools as an internal, idempotent tool.
 	SubAgents map[string]*SubAgent
+	// Handoffs are the agents this one can hand the run's conversation to,
+	// by tool name (subagents.go): the run goes on with that agent.
+	Handoffs map[string]*Handoff
 }
 
 // Options tune a Runner. The zero value means the defaults.
@@ -412,7 +415,7 @@ func (r *Runner) check(ag *Agent) error {
 		return fmt.Errorf("%w %s", ErrNoProvider, core.Helper)
 	}
 	for _, t := range ag.Config.Tools {
-		if t.Mode != core.ModeExternal && ag.Tools[t.Name] == nil && ag.SubAgents[t.Name] == nil {
+		if t.Mode != core.ModeExternal && ag.Tools[t.Name] == nil && ag.SubAgents[t.Name] == nil && ag.Handoffs[t.Name] == nil {
 			return fmt.Errorf("tool %q has no implementation", t.Name)
 		}
 	}
@@ -443,6 +446,10 @@ type cursor struct {
 	handOff bool
 	// stop, once closed, sets handOff (see Drive).
 	stop <-chan struct{}
+	// handoff is the agent a handoff call of the batch just run hands the
+	// run to (subagents.go).
+	handoff   *Agent
+	handoffMu sync.Mutex
 	// stallAttempts is the run's stall count in a row, as loaded (see
 	// store.RunInfo.StallAttempts); 0 once the run made progress.
 	stallAttempts int

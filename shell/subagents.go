@@ -374,3 +374,49 @@ func Children(ctx context.Context, st RunReader, runID string) ([]Child, error) 
 	})
 	return out, err
 }
+
+// Handoff is an agent a run's conversation can be handed to (an agent
+// file's [[agents]] with mode = "handoff"): a call of its tool makes the
+// run go on with that agent, its prompt and its tools, from the next step
+// (recorded as an agent change, which replay follows). The call's result
+// tells the model who it is now, with the agent's instructions. The target
+// may hand back the same way.
+type Handoff struct {
+	Name string
+	// Load builds the agent, on the first handoff to it (a target that
+	// hands back is not built in a loop).
+	Load func(ctx context.Context) (*Agent, error)
+}
+
+// handOffTo performs a handoff call: the result the model reads, and the
+// agent the drive goes on with (cursor.takeHandoff).
+func (r *Runner) handOffTo(ctx context.Context, cur *cursor, hand *Handoff, c core.ToolCall) core.ToolResult {
+	target, err := hand.Load(ctx)
+	if err == nil {
+		err = r.check(target)
+	}
+	if err != nil {
+		return core.ToolResult{CallID: c.ID, Error: fmt.Sprintf("cannot hand over to %s: %v", hand.Name, err)}
+	}
+	cur.handoffMu.Lock()
+	cur.handoff = target
+	cur.handoffMu.Unlock()
+	text := fmt.Sprintf("The conversation is now with the %s agent: you are that agent from here on.", hand.Name)
+	if p := strings.TrimSpace(target.Config.SystemPrompt); p != "" {
+		text += "\nYour instructions:\n" + p
+	}
+	if docs := core.ToolDocs(target.Config); docs != "" {
+		text += "\n\n" + docs
+	}
+	return core.ToolResult{CallID: c.ID, Output: text}
+}
+
+// takeHandoff returns the agent a handoff of the last batch handed the run
+// to, once.
+func (c *cursor) takeHandoff() *Agent {
+	c.handoffMu.Lock()
+	defer c.handoffMu.Unlock()
+	t := c.handoff
+	c.handoff = nil
+	return t
+}

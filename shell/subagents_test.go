@@ -162,3 +162,64 @@ func TestSubAgentHandsItsOutputAndBudget(t *testing.T) {
 		t.Fatalf("the child: %+v", info)
 	}
 }
+
+// A handoff: the front desk hands the conversation to billing, which goes
+// on in the same run with its own prompt and tools (recorded as an agent
+// change) and hands back; the run replays following the changes.
+func TestHandoffGoesOnInTheSameRun(t *testing.T) {
+	db := openStore(t)
+	ctx := context.Background()
+	handoffSchema := json.RawMessage(`{"type":"object","properties":{"reason":{"type":"string"}}}`)
+	front := newAgent(t, scripted(t,
+		`{"tool_calls":[{"id":"h1","name":"billing","arguments":{"reason":"an invoice question"}}]}`,
+		`{"text":"(unused)"}`, `{"text":"(unused)"}`, `{"text":"(unused)"}`,
+		`{"text":"Back at the front desk: anything else?"}`))
+	front.Config.Name, front.Config.SystemPrompt = "front", "You are the front desk."
+	front.Source = []byte(`{"agent":"front"}`)
+	billing := newAgent(t, scripted(t, `{"text":"(unused)"}`,
+		`{"tool_calls":[{"id":"i1","name":"invoice","arguments":{"x":"42"}}]}`,
+		`{"text":"Invoice 42 is paid."}`,
+		`{"tool_calls":[{"id":"h2","name":"front","arguments":{}}]}`),
+		fnTool{spec: core.Tool{Name: "invoice", Parameters: json.RawMessage(anyArgs)}, run: func(_ context.Context, c core.ToolCall) core.ToolResult {
+			return core.ToolResult{CallID: c.ID, Output: "paid"}
+		}})
+	billing.Config.Name, billing.Config.SystemPrompt = "billing", "You handle invoices."
+	billing.Source = []byte(`{"agent":"billing"}`)
+	front.Config.Tools = append(front.Config.Tools, core.Tool{Name: "billing", Parameters: handoffSchema, Idempotent: true})
+	front.Handoffs = map[string]*shell.Handoff{"billing": {Name: "billing", Load: func(context.Context) (*shell.Agent, error) { return billing, nil }}}
+	billing.Config.Tools = append(billing.Config.Tools, core.Tool{Name: "front", Parameters: handoffSchema, Idempotent: true})
+	billing.Handoffs = map[string]*shell.Handoff{"front": {Name: "front", Load: func(context.Context) (*shell.Agent, error) { return front, nil }}}
+
+	r := shell.NewRunner(db, nil)
+	out, err := r.Start(ctx, front, "Is invoice 42 paid?")
+	if err != nil || out.Status != store.StatusCompleted || out.Answer != "Invoice 42 is paid." {
+		t.Fatalf("%+v %v", out, err)
+	}
+	changes, _ := db.AgentChanges(ctx, out.RunID)
+	if len(changes) != 1 || string(changes[0].Config) != `{"agent":"billing"}` {
+		t.Fatalf("the handoff's agent change: %+v", changes)
+	}
+	rec, _ := db.LoadLatest(ctx, out.RunID)
+	var told bool
+	for _, m := range rec.State.Messages {
+		if m.Role == core.RoleTool && strings.Contains(m.Content, "now with the billing agent") && strings.Contains(m.Content, "You handle invoices.") {
+			told = true
+		}
+	}
+	if !told || strings.Join(rec.State.ToolsUsed, ",") != "billing,invoice" {
+		t.Fatalf("the model was not told of the handoff, or the tools: %v", rec.State.ToolsUsed)
+	}
+	rep, err := shell.ReplayChanges(ctx, db, out.RunID, front.Config, []shell.ConfigFrom{{Seq: changes[0].Seq, Config: billing.Config}})
+	if err != nil || rep.Diverged != nil {
+		t.Fatalf("replay following the handoff: %+v %v", rep.Diverged, err)
+	}
+
+	// The next turn: billing hands back, and the front desk answers.
+	out, err = r.Say(ctx, billing, out.RunID, "Thanks, back to the front desk please")
+	if err != nil || out.Status != store.StatusCompleted || out.Answer != "Back at the front desk: anything else?" {
+		t.Fatalf("the handback: %+v %v", out, err)
+	}
+	if changes, _ = db.AgentChanges(ctx, out.RunID); len(changes) != 2 || string(changes[1].Config) != `{"agent":"front"}` {
+		t.Fatalf("the handback's agent change: %+v", changes)
+	}
+}

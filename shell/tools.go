@@ -104,6 +104,14 @@ func (r *Runner) runTools(ctx context.Context, ag *Agent, cur *cursor, a core.Re
 		if err := h.ensure(); err != nil {
 			return err
 		}
+		if hand := ag.Handoffs[c.Name]; hand != nil {
+			res := r.handOffTo(ctx, cur, hand, c)
+			results[i], done[i] = res, true
+			r.emit(func() Event {
+				return Event{RunID: cur.id, Seq: cur.seq, Kind: "tool", Text: describeToolResult(c, res), Call: c, Result: core.ToolResults{Results: []core.ToolResult{res}}}
+			})
+			return nil
+		}
 		if sub := ag.SubAgents[c.Name]; sub != nil {
 			// A child run (subagents.go): found again after a restart, so
 			// it is never started twice; its pause pauses this run.

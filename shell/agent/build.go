@@ -67,14 +67,19 @@ func (s *Spec) Build(ctx context.Context, opts BuildOptions) (*shell.Agent, erro
 		return nil, err
 	}
 	ag.SubAgents = subs
+	hands, closeHands := s.handoffs(opts)
+	ag.Handoffs = hands
 	if m != nil {
 		ag.Close = m.Close
 		ag.Live = s.live(m, opts, ag)
 	}
-	if closeSubs != nil {
+	for _, c := range []func() error{closeSubs, closeHands} {
+		if c == nil {
+			continue
+		}
 		own := ag.Close
 		ag.Close = func() error {
-			err := closeSubs()
+			err := c()
 			if own != nil {
 				err = errors.Join(err, own())
 			}

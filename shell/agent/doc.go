@@ -470,7 +470,13 @@
 // input; with them, the arguments' JSON is. A child's pause for external
 // tools pauses the root, its calls named "CALL/CHILDCALL"; answer them
 // through the root. Budgets span the tree; cancelling the root cancels it;
-// sub-agents nest at most 3 deep. mode = "handoff" is not built yet.
+// sub-agents nest at most 3 deep.
+//
+// With mode = "handoff" the tool hands the conversation over instead: the
+// same run goes on with the other agent (its prompt, read by the model in
+// the call's result, and its tools), recorded as an agent change that
+// replay follows; the other agent may hand back with a handoff of its own.
+// A handoff takes an optional reason and no other parameters.
 //
 //	[[agents]]
 //	name = "research"

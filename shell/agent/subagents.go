@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 
 	"github.com/stepwise-agent/stepwise/core"
 	"github.com/stepwise-agent/stepwise/shell"
@@ -29,15 +30,16 @@ type AgentTable struct {
 // taskSchema is a sub-agent's parameters when its table declares none.
 var taskSchema = json.RawMessage(`{"type":"object","properties":{"task":{"type":"string","description":"what the agent is to do, with everything it needs to know"}},"required":["task"],"additionalProperties":false}`)
 
+// handoffSchema is a handoff tool's parameters.
+var handoffSchema = json.RawMessage(`{"type":"object","properties":{"reason":{"type":"string","description":"why the conversation is handed over"}}}`)
+
 // agentSpecs are the tools the [[agents]] tables declare to the core.
 func agentSpecs(f File, dir string, checkFiles bool, at func(path, format string, args ...any) error) ([]core.Tool, error) {
 	var out []core.Tool
 	for i, a := range f.Agents {
 		path := fmt.Sprintf("agents.%d", i)
 		switch a.Mode {
-		case "", "tool":
-		case "handoff":
-			return nil, at(path+".mode", "agents[%d]: mode = \"handoff\" is not built yet; use mode = \"tool\"", i)
+		case "", "tool", "handoff":
 		default:
 			return nil, at(path+".mode", "agents[%d]: mode %q is not one of tool, handoff", i, a.Mode)
 		}
@@ -48,6 +50,17 @@ func agentSpecs(f File, dir string, checkFiles bool, at func(path, format string
 			if _, err := os.Stat(resolve(dir, a.File)); err != nil {
 				return nil, at(path+".file", "agents[%d]: %v", i, err)
 			}
+		}
+		if a.Mode == "handoff" {
+			if a.Parameters != nil {
+				return nil, at(path+".parameters", "agents[%d]: a handoff takes no parameters", i)
+			}
+			desc := a.Description
+			if desc == "" {
+				desc = "Hand the conversation to the " + a.Name + " agent, which goes on with it."
+			}
+			out = append(out, core.Tool{Name: a.Name, Description: desc, Parameters: handoffSchema, Mode: core.ModeInternal, Idempotent: true})
+			continue
 		}
 		params := taskSchema
 		if a.Parameters != nil {
@@ -77,7 +90,13 @@ func resolve(dir, path string) string {
 // own file, at most shell.MaxAgentDepth deep (a file that names itself,
 // directly or not, is refused there).
 func (s *Spec) subAgents(ctx context.Context, opts BuildOptions) (map[string]*shell.SubAgent, func() error, error) {
-	if len(s.File.Agents) == 0 {
+	tools := 0
+	for _, a := range s.File.Agents {
+		if a.Mode != "handoff" {
+			tools++
+		}
+	}
+	if tools == 0 {
 		return nil, nil, nil
 	}
 	if opts.AgentDepth >= shell.MaxAgentDepth {
@@ -93,6 +112,9 @@ func (s *Spec) subAgents(ctx context.Context, opts BuildOptions) (map[string]*sh
 		return errors.Join(errs...)
 	}
 	for _, a := range s.File.Agents {
+		if a.Mode == "handoff" {
+			continue // built on use: see handoffs
+		}
 		spec, err := Load(s.Resolve(a.File))
 		if err != nil {
 			closeAll()
@@ -109,4 +131,50 @@ func (s *Spec) subAgents(ctx context.Context, opts BuildOptions) (map[string]*sh
 		out[a.Name] = &shell.SubAgent{Agent: ag, Task: a.Parameters == nil}
 	}
 	return out, closeAll, nil
+}
+
+// handoffs are the agents the [[agents]] tables with mode = "handoff"
+// name, each built from its file on the first handoff to it (and kept);
+// close releases what the built ones hold.
+func (s *Spec) handoffs(opts BuildOptions) (map[string]*shell.Handoff, func() error) {
+	out := map[string]*shell.Handoff{}
+	var mu sync.Mutex
+	var built []*shell.Agent
+	for _, a := range s.File.Agents {
+		if a.Mode != "handoff" {
+			continue
+		}
+		path := s.Resolve(a.File)
+		var once sync.Once
+		var ag *shell.Agent
+		var err error
+		out[a.Name] = &shell.Handoff{Name: a.Name, Load: func(ctx context.Context) (*shell.Agent, error) {
+			once.Do(func() {
+				var spec *Spec
+				if spec, err = Load(path); err != nil {
+					return
+				}
+				if ag, err = spec.Build(ctx, BuildOptions{AgentDepth: opts.AgentDepth}); err == nil {
+					mu.Lock()
+					built = append(built, ag)
+					mu.Unlock()
+				}
+			})
+			return ag, err
+		}}
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return out, func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		var errs []error
+		for _, b := range built {
+			if b.Close != nil {
+				errs = append(errs, b.Close())
+			}
+		}
+		return errors.Join(errs...)
+	}
 }
