@@ -86,6 +86,11 @@ func (r *Runner) runChild(ctx context.Context, ag *Agent, cur *cursor, sub *SubA
 			return core.ToolResult{}, nil, fmt.Errorf("sub-agent %s (call %s): %w", c.Name, c.ID, err)
 		}
 	}
+	if ctx.Err() != nil {
+		// This drive was stopped while the child ran: the parent stops as
+		// the child did (interrupted), and finds the child again.
+		return core.ToolResult{}, nil, ctx.Err()
+	}
 	return r.childResult(ctx, c, out)
 }
 

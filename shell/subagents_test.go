@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stepwise-agent/stepwise/core"
@@ -221,5 +222,74 @@ func TestHandoffGoesOnInTheSameRun(t *testing.T) {
 	}
 	if changes, _ = db.AgentChanges(ctx, out.RunID); len(changes) != 2 || string(changes[1].Config) != `{"agent":"front"}` {
 		t.Fatalf("the handback's agent change: %+v", changes)
+	}
+}
+
+// gatedModel answers from a script, but its call number gate blocks until
+// released (or its context ends): a process killed mid-call.
+type gatedModel struct {
+	inner   shell.ModelProvider
+	gate    int
+	reached chan struct{}
+	calls   map[int]int
+	mu      *sync.Mutex
+}
+
+func (g gatedModel) Complete(ctx context.Context, req shell.ModelRequest) (core.ModelReply, error) {
+	g.mu.Lock()
+	g.calls[req.Call]++
+	g.mu.Unlock()
+	if req.Call == g.gate {
+		select {
+		case g.reached <- struct{}{}:
+		default:
+		}
+		<-ctx.Done()
+		return core.ModelReply{}, ctx.Err()
+	}
+	return g.inner.Complete(ctx, req)
+}
+
+// A drive interrupted inside a child's model call (its process stopped)
+// resumes from the root: the child is found again, not started twice, and
+// goes on from its checkpoint; no model call is made twice but the one cut
+// short.
+func TestSubAgentSurvivesAnInterruptedDrive(t *testing.T) {
+	db := openStore(t)
+	ag := treeAgents(t,
+		[]string{`{"tool_calls":[{"id":"c1","name":"research","arguments":{"task":"x"}}]}`, `{"text":"parent done"}`},
+		[]string{`{"tool_calls":[{"id":"n1","name":"note","arguments":{"x":"a"}}]}`, `{"text":"child done"}`})
+	sub := ag.SubAgents["research"]
+	sub.Config.Tools = []core.Tool{{Name: "note", Parameters: json.RawMessage(anyArgs)}}
+	notes := 0
+	sub.Tools["note"] = fnTool{spec: sub.Config.Tools[0], run: func(_ context.Context, c core.ToolCall) core.ToolResult {
+		notes++
+		return core.ToolResult{CallID: c.ID, Output: "noted"}
+	}}
+	mu := &sync.Mutex{}
+	calls := map[int]int{}
+	reached := make(chan struct{}, 1)
+	sub.Models[core.Primary] = gatedModel{inner: sub.Models[core.Primary], gate: 2, reached: reached, calls: calls, mu: mu}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan shell.Outcome, 1)
+	r := shell.NewRunner(db, nil)
+	go func() {
+		out, _ := r.Start(ctx, ag, "go")
+		done <- out
+	}()
+	<-reached
+	cancel()
+	out := <-done
+	if out.Status != store.StatusInterrupted {
+		t.Fatalf("the root after the stop: %+v", out)
+	}
+	sub.Models[core.Primary] = gatedModel{inner: sub.Models[core.Primary].(gatedModel).inner, gate: -1, reached: reached, calls: calls, mu: mu}
+	out, err := shell.NewRunner(db, nil).Resume(context.Background(), ag, out.RunID)
+	if err != nil || out.Status != store.StatusCompleted || out.Answer != "parent done" {
+		t.Fatalf("resumed: %+v %v", out, err)
+	}
+	runs, _ := db.ListRuns(context.Background(), store.Filter{})
+	if len(runs) != 2 || notes != 1 || calls[1] != 1 || calls[2] != 2 {
+		t.Fatalf("%d runs, the note ran %d times, child model calls %v", len(runs), notes, calls)
 	}
 }
