@@ -38,6 +38,18 @@ func TestSubAgentTreeThroughTheCLI(t *testing.T) {
 	if !strings.Contains(rep.stdout, o.RunID+".call_research: 4 steps replayed, identical") {
 		t.Fatalf("replay --deep:\n%s", rep.stdout)
 	}
+	// The tree travels: export --tree writes each node, import loads them
+	// all, and the copy replays deep.
+	dir := t.TempDir()
+	ex := cli(t, db, "", "export", o.RunID, "--tree", dir)
+	want(t, ex, 0)
+	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+	if len(files) != 2 {
+		t.Fatalf("export --tree wrote %v", files)
+	}
+	other := filepath.Join(t.TempDir(), "other.db")
+	want(t, cli(t, other, "", append([]string{"import"}, files...)...), 0)
+	want(t, cli(t, other, "", "replay", o.RunID, "--deep"), exitCompleted)
 
 	r = cli(t, db, "", "run", "testdata/agents/manager.toml", "Buy a lamp", "--json")
 	want(t, r, exitPaused)
