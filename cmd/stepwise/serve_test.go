@@ -297,10 +297,7 @@ func TestServersShareAPostgreSQLDatabase(t *testing.T) {
 // TestPythonClient: the example client (Python, standard library only)
 // drives a run with an external tool over HTTP to its end.
 func TestPythonClient(t *testing.T) {
-	python, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("NOT TESTED: python3 is not installed, so examples/python/drive_external.py did not run")
-	}
+	python := requirePython(t, "examples/python/drive_external.py")
 	db := filepath.Join(t.TempDir(), "serve.db")
 	s := startServe(t, db, "../../testdata/agents")
 	cmd := exec.Command(python, "examples/python/drive_external.py", "--url", s.url, "--agent", "external", "--input", "Buy a desk lamp")
@@ -331,10 +328,7 @@ func TestPythonClient(t *testing.T) {
 // call; then one from a message history, with messages typed on stdin,
 // until the scripted model has no more replies and the run fails (exit 1).
 func TestPythonChat(t *testing.T) {
-	python, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("NOT TESTED: python3 is not installed, so examples/python/chat.py did not run")
-	}
+	python := requirePython(t, "examples/python/chat.py")
 	db := filepath.Join(t.TempDir(), "serve.db")
 	s := startServe(t, db, "../../testdata/agents")
 	chat := func(stdin string, args ...string) (stdout, stderr string, code int) {
