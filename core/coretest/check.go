@@ -92,18 +92,8 @@ func CheckRun(t *rapid.T, cfg core.Config, input string) (core.State, []core.Res
 		if i > maxSteps+1 {
 			t.Fatalf("run did not end within %d steps: %s", maxSteps, core.DescribeState(st))
 		}
-		a, err := core.Step(cfg, st)
-		if err != nil {
-			t.Fatalf("Step: %v (%s)", err, core.DescribeState(st))
-		}
+		a := stepChecked(t, cfg, st)
 		next := a.Next()
-		if err := CheckState(cfg, next); err != nil {
-			t.Fatalf("after %s: %v", core.DescribeAction(a), err)
-		}
-		again, err := core.Step(cfg, next)
-		if err != nil || core.DescribeAction(again) != core.DescribeAction(a) || !sameState(again.Next(), next) {
-			t.Fatalf("Step is not idempotent on %s", core.DescribeState(next))
-		}
 		switch a.(type) {
 		case core.Complete, core.Fail:
 			if _, err := core.Resume(cfg, next, core.ModelReply{Text: "late"}); !errors.Is(err, core.ErrNothingPending) {
@@ -158,6 +148,25 @@ func Replay(cfg core.Config, input string, results []core.Result) ([]core.Action
 		return actions, err
 	}
 	return append(actions, a), nil
+}
+
+// stepChecked is Step on st, checked: the state it leads to keeps the
+// invariants (CheckState), and Step on that state re-issues the same
+// request unchanged.
+func stepChecked(t *rapid.T, cfg core.Config, st core.State) core.Action {
+	a, err := core.Step(cfg, st)
+	if err != nil {
+		t.Fatalf("Step: %v (%s)", err, core.DescribeState(st))
+	}
+	next := a.Next()
+	if err := CheckState(cfg, next); err != nil {
+		t.Fatalf("after %s: %v", core.DescribeAction(a), err)
+	}
+	again, err := core.Step(cfg, next)
+	if err != nil || core.DescribeAction(again) != core.DescribeAction(a) || !sameState(again.Next(), next) {
+		t.Fatalf("Step is not idempotent on %s", core.DescribeState(next))
+	}
+	return a
 }
 
 func restore(t *rapid.T, st core.State) core.State {
