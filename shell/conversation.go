@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/stepwise-agent/stepwise/core"
@@ -81,7 +82,28 @@ func (r *Runner) post(ctx context.Context, ag *Agent, runID, content string) (in
 	if err != nil {
 		return 0, fmt.Errorf("message to run %s: %w", runID, err)
 	}
+	noted.Store(runID, struct{}{})
 	return n, nil
+}
+
+// noted holds the runs a message was posted to from this process and not
+// yet looked for by a drive here: a drive looks at once. A message another
+// process posts is seen at the driver's next heartbeat (a third of the
+// lease's TTL), which reads the run's count of posted messages; a pause,
+// the end of a turn and a loaded run always look.
+var noted sync.Map
+
+// inboxDue reports whether the drive reads the inbox before acting on a
+// (one of checksInbox's): when a message may be there.
+func inboxDue(cur *cursor, h *holding, a core.Action) bool {
+	switch a.(type) {
+	case core.Complete, core.RequestExternalToolCalls:
+		return true
+	}
+	_, note := noted.LoadAndDelete(cur.id)
+	due := cur.inboxDue || h.inboxHint.Swap(false) || note
+	cur.inboxDue = false
+	return due
 }
 
 // checksInbox reports whether the drive looks for posted messages before
@@ -119,6 +141,7 @@ func (r *Runner) foldInbox(h *holding, cur *cursor, cfg core.Config, x Redactor)
 		return false, fmt.Errorf("run %s: message %d: %w", cur.id, m.N, err)
 	}
 	cur.st, cur.result, cur.delivered = next, res, m.N
+	cur.inboxDue = len(msgs) > 1 // the next one at the next step
 	r.emit(func() Event {
 		return Event{RunID: cur.id, Seq: cur.seq, Kind: "message", Text: res.Content, Result: res}
 	})

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -280,6 +281,11 @@ type holding struct {
 	cancel       context.CancelCauseFunc
 	stop         chan struct{}
 	done         chan struct{}
+	// posted is the run's count of posted messages (RunInfo.Posted) as
+	// last seen; inboxHint is set when the heartbeat saw it grow (a
+	// message another process posted: conversation.go).
+	posted    atomic.Int64
+	inboxHint atomic.Bool
 }
 
 // hold starts the heartbeat of l, acquired at the time given; ctx's child,
@@ -404,6 +410,9 @@ func (h *holding) watchCancel() {
 	})
 	if err == nil && info.CancelReason != "" {
 		h.requestCancel(info.CancelReason)
+	}
+	if err == nil && int64(info.Posted) > h.posted.Swap(int64(info.Posted)) {
+		h.inboxHint.Store(true)
 	}
 }
 

@@ -69,7 +69,7 @@ func (r *Runner) drive(ctx, hctx context.Context, ag *Agent, cur *cursor, h *hol
 			cur.st, cur.result = next, core.Cancelled{Reason: x.String(reason)}
 			continue
 		}
-		if checksInbox(cfg, a) {
+		if checksInbox(cfg, a) && inboxDue(cur, h, a) {
 			// A message the user sent is folded in, as a step of its
 			// own, before the request is made (conversation.go).
 			folded, err := r.foldInbox(h, cur, cfg, x)

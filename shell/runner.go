@@ -439,6 +439,9 @@ type cursor struct {
 	result core.Result
 	// delivered is the inbox message result is (store.Checkpoint.Delivered).
 	delivered int
+	// inboxDue makes the drive read the inbox at its next model call (a
+	// loaded run, which may have messages no note tells of).
+	inboxDue bool
 	// inDoubt collects what became of in-doubt calls, for the Outcome.
 	inDoubt []InDoubtCall
 	// handOff stops the drive before it performs a request: the run is
@@ -472,8 +475,9 @@ func (r *Runner) load(ctx context.Context, h *holding, ag *Agent, runID string) 
 	} else if rec, err = r.store.LoadLatest(ctx, runID); err != nil {
 		return nil, fmt.Errorf("load run %s: %w", runID, err)
 	}
+	h.posted.Store(int64(info.Posted))
 	if info.Status.Ended() {
-		return &cursor{id: runID, seq: rec.Seq, st: rec.State}, nil
+		return &cursor{id: runID, seq: rec.Seq, st: rec.State, inboxDue: true}, nil
 	}
 	if info.CancelReason != "" {
 		// Acted on before the next request; after the writes below, which
@@ -491,7 +495,7 @@ func (r *Runner) load(ctx context.Context, h *holding, ag *Agent, runID string) 
 			return nil, fmt.Errorf("run %s: mark running: %w", runID, err)
 		}
 	}
-	return &cursor{id: runID, seq: rec.Seq, st: rec.State, stallAttempts: info.StallAttempts}, nil
+	return &cursor{id: runID, seq: rec.Seq, st: rec.State, stallAttempts: info.StallAttempts, inboxDue: true}, nil
 }
 
 // newRunID makes a run id: its creation time (so ids sort by it), then 128

@@ -128,6 +128,10 @@ type RunInfo struct {
 	// user messages of the history it started from) and every step whose
 	// result is a core.UserMessage.
 	Turns int
+	// Posted counts the messages ever posted to the run (Runs.PostMessage;
+	// the number of the last): a driver that saw it grow since it last
+	// looked reads the inbox.
+	Posted int
 	// TakeOvers are the operators' forced take-overs of the run's lease,
 	// oldest first, one line each: when, the new holder, the holder taken
 	// over, and why (see LeaseRequest.Forced).

@@ -107,7 +107,7 @@ const runSelect = `SELECT r.id, r.agent, r.config_hash,
 	` + currentConfig + `,
 	r.input, r.status, r.created_ns, greatest(r.updated_ns, s.created_ns),
 	r.answer, r.fail_code, r.reason, r.parent_id, r.parent_step, s.seq,
-	r.retry_ns, r.lease_owner, r.lease_token, r.lease_expires_ns, r.config, r.cancel_reason, r.stall_attempts, r.takeovers, r.turns
+	r.retry_ns, r.lease_owner, r.lease_token, r.lease_expires_ns, r.config, r.cancel_reason, r.stall_attempts, r.takeovers, r.turns, r.inbox_n
 	FROM runs r` + lastStepJoin
 
 // currentConfig is the column of RunInfo.Config (RunInfo.StartConfig is
@@ -123,10 +123,10 @@ func scanRun(sc interface{ Scan(...any) error }) (store.RunInfo, error) {
 	var status, failCode string
 	var input, answer, reason, cancel []byte
 	var takeovers string
-	var created, updated, retry, expires, parentStep, lastSeq, stalls, turns int64
+	var created, updated, retry, expires, parentStep, lastSeq, stalls, turns, posted int64
 	err := sc.Scan(&ri.ID, &ri.Agent, &ri.ConfigHash, &ri.Config, &input, &status, &created, &updated,
 		&answer, &failCode, &reason, &ri.ParentID, &parentStep, &lastSeq,
-		&retry, &ri.Lease.Owner, &ri.Lease.Token, &expires, &ri.StartConfig, &cancel, &stalls, &takeovers, &turns)
+		&retry, &ri.Lease.Owner, &ri.Lease.Token, &expires, &ri.StartConfig, &cancel, &stalls, &takeovers, &turns, &posted)
 	if err != nil {
 		return store.RunInfo{}, err
 	}
@@ -134,7 +134,7 @@ func scanRun(sc interface{ Scan(...any) error }) (store.RunInfo, error) {
 	ri.Input, ri.Answer, ri.Reason, ri.CancelReason = string(input), string(answer), string(reason), string(cancel)
 	ri.Status, ri.FailCode = store.Status(status), core.FailCode(failCode)
 	ri.Created, ri.Updated = fromNs(created), fromNs(updated)
-	ri.ParentStep, ri.LastSeq, ri.StallAttempts, ri.Turns = int(parentStep), int(lastSeq), int(stalls), int(turns)
+	ri.ParentStep, ri.LastSeq, ri.StallAttempts, ri.Turns, ri.Posted = int(parentStep), int(lastSeq), int(stalls), int(turns), int(posted)
 	ri.Steps = ri.LastSeq + 1
 	ri.Lease.RunID = ri.ID
 	if ri.Lease.Owner != "" {

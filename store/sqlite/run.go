@@ -102,7 +102,7 @@ const runSelect = `SELECT r.id, r.agent, r.config_hash,
 	r.input, r.status, r.created_ns,
 	max(r.updated_ns, (SELECT created_ns FROM steps WHERE id BETWEEN r.rk << 32 AND (r.rk << 32) + 4294967295 ORDER BY id DESC LIMIT 1)),
 	r.answer, r.fail_code, r.reason, r.parent_id, r.parent_step, ` + lastStepID + ` - (r.rk << 32),
-	r.retry_ns, r.lease_owner, r.lease_token, r.lease_expires_ns, r.config, r.cancel_reason, r.stall_attempts, r.takeovers, r.turns
+	r.retry_ns, r.lease_owner, r.lease_token, r.lease_expires_ns, r.config, r.cancel_reason, r.stall_attempts, r.takeovers, r.turns, r.inbox_n
 	FROM runs r`
 
 // currentConfig is the column of RunInfo.Config (RunInfo.StartConfig is
@@ -119,7 +119,7 @@ func scanRun(sc interface{ Scan(...any) error }) (store.RunInfo, error) {
 	var created, updated, retry, expires int64
 	err := sc.Scan(&ri.ID, &ri.Agent, &ri.ConfigHash, &ri.Config, &ri.Input, &status, &created, &updated,
 		&ri.Answer, &failCode, &ri.Reason, &ri.ParentID, &ri.ParentStep, &ri.LastSeq,
-		&retry, &ri.Lease.Owner, &ri.Lease.Token, &expires, &ri.StartConfig, &ri.CancelReason, &ri.StallAttempts, &takeovers, &ri.Turns)
+		&retry, &ri.Lease.Owner, &ri.Lease.Token, &expires, &ri.StartConfig, &ri.CancelReason, &ri.StallAttempts, &takeovers, &ri.Turns, &ri.Posted)
 	if err != nil {
 		return store.RunInfo{}, err
 	}
