@@ -11,15 +11,17 @@ build: bin/stepwise
 	$(GO) build ./...
 
 ## test: vet; the library without cgo (core, shell, the store contract, PostgreSQL);
-## whether a PostgreSQL server answers and whether node and Chromium are there for
-## the inspector's browser test (a loud notice when not: those tests skip, or fail
-## with STEPWISE_REQUIRE_POSTGRES=1 / STEPWISE_REQUIRE_BROWSER=1); then every test
-## with the race detector (fuzz corpora run as tests).
+## whether a PostgreSQL server answers, whether node and Chromium are there for
+## the inspector's browser test, and node and typescript for the TypeScript client's
+## tests (a loud notice when not: those tests skip, or fail with
+## STEPWISE_REQUIRE_POSTGRES=1 / STEPWISE_REQUIRE_BROWSER=1 / STEPWISE_REQUIRE_NODE=1);
+## then every test with the race detector (fuzz corpora run as tests).
 test:
 	$(GO) vet ./...
 	CGO_ENABLED=0 $(GO) build ./core/... ./shell/... ./store ./store/postgres
 	$(GO) run ./internal/pgtest/pgcheck
 	@sh internal/server/testdata/browser/check.sh
+	@sh clients/typescript/scripts/check.sh
 	$(GO) test -race ./...
 
 ## verify: formatting, vet, and go.mod/go.sum tidy.
