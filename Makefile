@@ -12,9 +12,10 @@ build: bin/stepwise
 
 ## test: vet; the library without cgo (core, shell, the store contract, PostgreSQL);
 ## whether a PostgreSQL server answers, whether node and Chromium are there for
-## the inspector's browser test, and whether python3 is there for the Python
-## clients' tests (a loud notice when not: those tests skip, or fail with
-## STEPWISE_REQUIRE_POSTGRES=1 / STEPWISE_REQUIRE_BROWSER=1 / STEPWISE_REQUIRE_PYTHON=1);
+## the inspector's browser test, node and typescript for the TypeScript client's
+## tests, and python3 for the Python clients' tests (a loud notice when not: those
+## tests skip, or fail with STEPWISE_REQUIRE_POSTGRES=1 / STEPWISE_REQUIRE_BROWSER=1 /
+## STEPWISE_REQUIRE_NODE=1 / STEPWISE_REQUIRE_PYTHON=1);
 ## then every test with the race detector (fuzz corpora run as tests).
 test:
 	$(GO) vet ./...
@@ -22,6 +23,7 @@ test:
 	$(GO) run ./internal/pgtest/pgcheck
 	@sh internal/server/testdata/browser/check.sh
 	@command -v python3 >/dev/null 2>&1 || { echo '!!! PYTHON CLIENTS NOT TESTED: python3 is missing; TestPythonPackage, TestPythonClient and TestPythonChat will SKIP (apt-get install python3).' >&2; [ "$${STEPWISE_REQUIRE_PYTHON:-}" != 1 ] || exit 1; }
+	@sh clients/typescript/scripts/check.sh
 	$(GO) test -race ./...
 
 ## verify: formatting, vet, and go.mod/go.sum tidy.
