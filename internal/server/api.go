@@ -65,6 +65,19 @@ type apiCounters struct {
 type apiUsage struct {
 	PromptTokens     int `json:"prompt_tokens"`
 	CompletionTokens int `json:"completion_tokens"`
+	// Cost is what the model calls cost at the agent's prices, a decimal
+	// in the prices' currency (core.FormatCost); absent when the agent
+	// sets no prices.
+	Cost string `json:"cost,omitempty"`
+}
+
+// usageOf is the tokens and cost of counters c.
+func usageOf(c core.Counters) apiUsage {
+	u := apiUsage{PromptTokens: c.PromptTokens, CompletionTokens: c.CompletionTokens}
+	if c.Cost > 0 {
+		u.Cost = core.FormatCost(c.Cost)
+	}
+	return u
 }
 
 // apiRun is a run as GET /v1/runs/{id} shows it; the list shows the same
@@ -164,7 +177,8 @@ func (r *apiRun) withState(st core.State) {
 	}
 	c := st.Counters
 	r.Counters = &apiCounters{Steps: r.Steps, Requests: c.Steps, ModelCalls: c.ModelCalls, Corrections: c.Corrections, Escalations: c.Escalations}
-	r.Usage = &apiUsage{PromptTokens: c.PromptTokens, CompletionTokens: c.CompletionTokens}
+	u := usageOf(c)
+	r.Usage = &u
 	r.ToolsUsed, r.Sources = st.ToolsUsed, st.Sources
 	if st.Structured && st.Phase == core.PhaseDone {
 		r.Output = json.RawMessage(st.Answer)
@@ -255,7 +269,7 @@ func stepOf(rec store.StepRecord, prevMessages int) apiStep {
 	st := rec.State
 	s := apiStep{Seq: rec.Seq, Created: stamp(rec.Created), Status: string(store.StatusRunning), Messages: []core.Message{}, Turn: st.UserTurns(),
 		Counters: apiCounters{Steps: rec.Seq, Requests: st.Counters.Steps, ModelCalls: st.Counters.ModelCalls, Corrections: st.Counters.Corrections, Escalations: st.Counters.Escalations},
-		Usage:    apiUsage{PromptTokens: st.Counters.PromptTokens, CompletionTokens: st.Counters.CompletionTokens}}
+		Usage:    usageOf(st.Counters)}
 	if prevMessages < len(st.Messages) {
 		s.Messages = st.Messages[prevMessages:]
 	}

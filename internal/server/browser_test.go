@@ -56,11 +56,16 @@ func browserTools(t *testing.T) (node, chromium string) {
 
 // TestInspectorInBrowser drives the inspector page in a real Chromium
 // against a real server (testdata/browser/inspector.mjs says what it
-// does: a token prompt, the list, keyboard use, answering a paused run
-// and watching it complete live, a fork with an edited tool result, replay,
-// a conversation carried on from the message box, the dark scheme), then
-// checks from the API that what the page did happened.
-// A third run streams its model's reply, which the page shows as it comes.
+// does: a token prompt, the list read at a glance with its ids copied,
+// keyboard use, answering a paused run and watching it complete live, a
+// fork with an edited tool result, replay, a run with tool calls and a
+// compaction shown in words with its waterfall and a model request, a
+// failed and a stalled run, a conversation carried on from the message
+// box, both colour schemes, and every page at 1280 and at 390 pixels wide
+// with nothing wider than the window), then checks from the API that what
+// the page did happened. A third run streams its model's reply, which the
+// page shows as it comes. The screenshots go to a temporary directory, or
+// to STEPWISE_SHOTS.
 func TestInspectorInBrowser(t *testing.T) {
 	node, chromium := browserTools(t)
 	const token = "inspector test;token \"=%+" // a cookie cannot hold it verbatim
@@ -91,6 +96,7 @@ func TestInspectorInBrowser(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "streamer.toml"), []byte(fmt.Sprintf("name = \"streamer\"\n[models.primary]\nprovider = \"openai\"\nmodel = \"m\"\nbase_url = \"%s/v1\"\n", model.URL)), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	browserAgents(t, dir)
 	f := newFixture(t, Config{Workers: 2, Tokens: []string{token}, AgentsDir: dir})
 	auth := []string{"Authorization", "Bearer " + token}
 	paused := func() string {
@@ -104,8 +110,22 @@ func TestInspectorInBrowser(t *testing.T) {
 		return run.ID
 	}
 	want(t, f.do("POST", "/v1/runs", map[string]any{"agent": "quick", "input": "hi", "options": map[string]string{"wait": "5s"}}, auth...), http.StatusCreated)
-	byMouse, byKeys := paused(), paused()
+	byMouse, byKeys, waiting := paused(), paused(), paused()
 	stalled := stallRun(t, f, paused())
+	// A run that read a menu with tools, compacted its conversation and
+	// answered, at a price; and one that failed.
+	ended := func(agent, input, status string) string {
+		r := f.do("POST", "/v1/runs", map[string]any{"agent": agent, "input": input, "options": map[string]string{"wait": "10s"}}, auth...)
+		want(t, r, http.StatusCreated)
+		var run apiRun
+		r.json(t, &run)
+		if run.Status != status {
+			t.Fatalf("%s run: %s", agent, r.body)
+		}
+		return run.ID
+	}
+	research := ended("researcher", "Which dessert is the cheapest on the hotel restaurant's menu, and is it made in house? Check every page of the menu before you answer.", "completed")
+	failed := ended("tight", "Note that the lamp is sold out.", "failed")
 	r := f.do("POST", "/v1/runs", map[string]any{"agent": "streamer", "input": "hi"}, auth...)
 	want(t, r, http.StatusCreated)
 	var streamed apiRun
@@ -123,14 +143,14 @@ func TestInspectorInBrowser(t *testing.T) {
 	if shots == "" {
 		shots = t.TempDir()
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 150*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, filepath.Join(browserDir, "inspector.mjs"))
 	// SIGTERM lets playwright close Chromium on its way out.
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 10 * time.Second
 	cmd.Env = append(os.Environ(), "STEPWISE_URL="+f.url, "STEPWISE_TOKEN="+token, "CHROMIUM="+chromium,
-		"RUN_CLICK="+byMouse, "RUN_KEYS="+byKeys, "RUN_STREAM="+streamed.ID, "RUN_STALLED="+stalled, "RUN_CHAT="+chat.ID, "SHOTS="+shots)
+		"RUN_CLICK="+byMouse, "RUN_KEYS="+byKeys, "RUN_STREAM="+streamed.ID, "RUN_STALLED="+stalled, "RUN_CHAT="+chat.ID, "RUN_PAUSED="+waiting, "RUN_RESEARCH="+research, "RUN_FAILED="+failed, "SHOTS="+shots)
 	cmd.Stderr = &logWriter{t: t}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -277,4 +297,50 @@ func (w *logWriter) Write(p []byte) (int, error) {
 		w.part = rest
 	}
 	return len(p), nil
+}
+
+// browserAgents adds the browser test's own agents to dir: researcher
+// (the compactor of testdata/agents, with prices, token counts and model
+// calls that take a moment: it reads a menu with read_file, compacts its
+// conversation, and answers) and tight (its first reply uses up its
+// output token budget, so it fails).
+func browserAgents(t *testing.T, dir string) {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile(filepath.Join(root, "testdata/agents/compactor.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	toml := strings.NewReplacer(`name = "compactor"`, `name = "researcher"`,
+		`script = "../scripts/compactor.jsonl"`, "script = \"researcher.jsonl\"\ninput_price_per_million = 2.5\noutput_price_per_million = 10",
+		`root = "../data"`, fmt.Sprintf("root = %q", filepath.Join(root, "testdata/data"))).Replace(string(src))
+	if !strings.Contains(toml, "researcher.jsonl") || !strings.Contains(toml, "testdata/data") {
+		t.Fatalf("testdata/agents/compactor.toml changed: %s", toml)
+	}
+	script, err := os.ReadFile(filepath.Join(root, "testdata/scripts/compactor.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for i, line := range strings.Split(strings.TrimSpace(string(script)), "\n") {
+		if !strings.HasPrefix(line, "{") {
+			continue
+		}
+		extra := fmt.Sprintf(`"delay_ms": %d, "usage": {"prompt_tokens": %d, "completion_tokens": %d}, `, 20+15*(i%4), 300+40*i, 25+5*i)
+		lines = append(lines, "{"+extra+line[1:])
+	}
+	files := map[string]string{
+		"researcher.toml":  toml,
+		"researcher.jsonl": strings.Join(lines, "\n") + "\n",
+		"tight.toml":       "name = \"tight\"\n[models.primary]\nprovider = \"script\"\nscript = \"tight.jsonl\"\n[budget]\nmax_output_tokens = 10\n[[tools]]\nname = \"note\"\ncommand = [\"printf\", \"noted\"]\n",
+		"tight.jsonl":      `{"text": "Let me write that down.", "tool_calls": [{"id": "n1", "name": "note", "arguments": {}}], "usage": {"prompt_tokens": 50, "completion_tokens": 40}}` + "\n",
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

@@ -41,6 +41,14 @@ function onKey(e) {
       e.preventDefault();
       view.move(e.key === 'j' ? 1 : -1);
       break;
+    case 'ArrowDown':
+    case 'ArrowUp':
+      // In the list of runs, the arrows move from row to row too.
+      if (document.activeElement && document.activeElement.closest('table.runs tbody')) {
+        e.preventDefault();
+        view.move(e.key === 'ArrowDown' ? 1 : -1);
+      }
+      break;
     case 'u':
       if (location.hash.startsWith('#/runs/')) location.hash = '#/';
       break;

@@ -8,6 +8,7 @@
 
 import { api, errorText } from './api.js';
 import { h, plural } from './dom.js';
+import { actionPhrase, isCompaction } from './human.js';
 
 // conversationView makes the section for run runID; sent(run) gets the
 // run the server answers a message with.
@@ -152,7 +153,8 @@ export function conversationView(runID, sent) {
     if (a) {
       switch (a.kind) {
         case 'model':
-          activity();
+          if (isCompaction(a)) didItem(stepLink(step.seq), ' compacted the conversation to fit the model\'s context');
+          else activity();
           turn.models += 1;
           break;
         case 'tools':
@@ -173,7 +175,7 @@ export function conversationView(runID, sent) {
             h('pre', {}, a.reason || '')));
           break;
         default:
-          didItem(stepLink(step.seq), ' ', a.describe);
+          didItem(stepLink(step.seq), ' ', actionPhrase(step, null).toLowerCase());
       }
     }
     summarize();

@@ -109,7 +109,152 @@ export function moveFocus(items, dir) {
   items[next].scrollIntoView({ block: 'nearest' });
 }
 
-// shortID is the distinguishing end of a run id, for tight columns.
+// shortID is the distinguishing end of a run id: its last 8 characters
+// (ids end in random letters; their start is the date).
 export function shortID(id) {
-  return id.length > 14 ? `…${id.slice(-10)}` : id;
+  return id.length > 10 ? `…${id.slice(-8)}` : id;
+}
+
+// announce says text to screen readers (the page's live region).
+export function announce(text) {
+  const el = document.getElementById('announce');
+  if (el) el.textContent = text;
+}
+
+// copyText puts text on the clipboard: the Clipboard API, else a selected
+// text area and the copy command. It reports whether it worked.
+async function copyText(text) {
+  try {
+    await navigator.clipboard.writeText(text);
+    return true;
+  } catch {
+    const ta = h('textarea', { class: 'offscreen', readonly: true, 'aria-hidden': 'true' });
+    ta.value = text;
+    document.body.append(ta);
+    ta.select();
+    let ok = false;
+    try { ok = document.execCommand('copy'); } catch { ok = false; }
+    ta.remove();
+    return ok;
+  }
+}
+
+// copyButton copies value (what names it: "run id") and says so on the
+// button for a moment, and to screen readers.
+export function copyButton(value, what) {
+  const b = h('button', { type: 'button', class: 'copy', title: `Copy ${what}: ${value}`, 'aria-label': `Copy ${what} ${value}` }, 'Copy');
+  let timer = null;
+  b.addEventListener('click', async (e) => {
+    e.preventDefault();
+    e.stopPropagation();
+    const ok = await copyText(value);
+    b.textContent = ok ? 'Copied' : 'Copy failed';
+    b.classList.toggle('done', ok);
+    announce(ok ? `Copied ${what} ${value}` : `Could not copy the ${what}; select it and copy it by hand`);
+    clearTimeout(timer);
+    timer = setTimeout(() => {
+      b.textContent = 'Copy';
+      b.classList.remove('done');
+    }, 1500);
+  });
+  return b;
+}
+
+// idChip shows a run id short, whole in its title, with a copy button.
+export function idChip(id) {
+  return h('span', { class: 'id-chip' }, h('code', { title: id }, shortID(id)), copyButton(id, 'run id'));
+}
+
+// firstWords is the start of text on one line, cut at a word near n
+// characters.
+export function firstWords(text, n = 80) {
+  const t = (text || '').replace(/\s+/g, ' ').trim();
+  if (t.length <= n) return t;
+  const cut = t.lastIndexOf(' ', n);
+  return `${t.slice(0, cut > n / 2 ? cut : n)}…`;
+}
+
+// fmtTokens shows a token count compactly: 834, 12.3k, 1.2M.
+export function fmtTokens(n) {
+  if (!Number.isFinite(n)) return '—';
+  if (n < 1000) return String(n);
+  if (n < 1e6) return `${(n / 1000).toFixed(n < 1e4 ? 1 : 0)}k`;
+  return `${(n / 1e6).toFixed(1)}M`;
+}
+
+// fmtCost shows a cost (a decimal string in the prices' currency) to
+// about three significant digits.
+export function fmtCost(cost) {
+  const v = Number(cost);
+  if (!cost || !Number.isFinite(v)) return '—';
+  if (v >= 100) return v.toFixed(0);
+  if (v >= 0.01) return v.toFixed(2);
+  return v.toPrecision(2).replace(/0+$/, '');
+}
+
+// fmtWhen is a short local time: the time of day for today, else the date
+// and the time.
+export function fmtWhen(iso) {
+  const d = new Date(iso);
+  if (!iso || Number.isNaN(d.getTime())) return '—';
+  const now = new Date();
+  const hm = `${pad2(d.getHours())}:${pad2(d.getMinutes())}`;
+  if (d.toDateString() === now.toDateString()) return `${hm}:${pad2(d.getSeconds())}`;
+  const month = d.toLocaleString('en', { month: 'short' });
+  if (d.getFullYear() === now.getFullYear()) return `${month} ${d.getDate()}, ${hm}`;
+  return `${d.getFullYear()}-${pad2(d.getMonth() + 1)}-${pad2(d.getDate())}`;
+}
+
+// whenEl is a <time> showing fmtWhen, the exact time as its title.
+export function whenEl(iso) {
+  return h('time', { datetime: iso || null, title: iso ? fmtTime(iso) : null }, fmtWhen(iso));
+}
+
+// fmtIn says how far a future time is: "in 59 min", "now".
+export function fmtIn(iso) {
+  const ms = Date.parse(iso) - Date.now();
+  if (!Number.isFinite(ms)) return '';
+  if (ms <= 1000) return 'now';
+  return `in ${fmtDuration(ms).replace(/\.\d+ s$/, ' s')}`;
+}
+
+// runDuration is how long a run has taken: to its last update, or to now
+// while it works.
+export function runDuration(run) {
+  const end = run.status === 'running' ? Date.now() : Date.parse(run.updated);
+  return end - Date.parse(run.created);
+}
+
+// jumpTo brings the element with id into view and gives it the focus
+// (the location's hash is the route, so in-page links cannot use it).
+export function jumpTo(id) {
+  const el = document.getElementById(id);
+  if (!el) return false;
+  el.scrollIntoView({ block: 'start' });
+  if (!el.hasAttribute('tabindex')) el.setAttribute('tabindex', '-1');
+  el.focus({ preventScroll: true });
+  return true;
+}
+
+// jumpLink is a link to an element of the page (see jumpTo).
+export function jumpLink(id, ...children) {
+  return h('a', { href: `#${id}`, class: 'jump', onclick: (e) => { e.preventDefault(); jumpTo(id); } }, ...children);
+}
+
+// toggle is a button that shows and hides a panel (aria-expanded); fill
+// makes the panel's content the first time it opens.
+export function toggle(label, panelID, fill, attrs) {
+  const panel = h('div', { id: panelID, class: 'toggled', hidden: true });
+  const button = h('button', { type: 'button', class: 'toggle', 'aria-expanded': 'false', 'aria-controls': panelID, ...(attrs || {}) }, label);
+  let filled = false;
+  button.addEventListener('click', () => {
+    const open = panel.hidden;
+    if (open && !filled) {
+      filled = true;
+      fill(panel);
+    }
+    panel.hidden = !open;
+    button.setAttribute('aria-expanded', String(open));
+  });
+  return { button, panel };
 }

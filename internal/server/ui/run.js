@@ -1,19 +1,25 @@
-// A run's page: its header (status, answer or failure, input, counters,
-// usage, holder, parent and forks), the calls it waits for, the
-// conversation turn by turn (with a box for the next message once the run
-// answered), replay, and the timeline of its steps. The steps come from
+// A run's page: its header (agent, short id with a copy button, status,
+// when it started and its parent), what its state calls for first (a
+// failure, a stall with its next try, calls in doubt, the calls it waits
+// for, its answer), its totals (duration, turns, steps, model calls,
+// tokens, cost), the rest under Details; then the conversation turn by
+// turn (with a box for the next message once the run answered), where the
+// time went (waterfall.js), its steps (timeline.js), replay and forks.
+// The steps come from
 // GET /steps, then live from the run's event stream (EventSource), which
 // also says when the run changed (it is read again then) and when it
 // ended; after a message is sent the page follows the stream again.
 
 import { api, APIError, errorText } from './api.js';
 import { conversationView } from './conversation.js';
-import { fill, h, holderText, runLink, statusBadge, timeEl } from './dom.js';
+import { copyButton, fill, firstWords, fmtCost, fmtDuration, fmtIn, fmtTokens, h, holderText, idChip, jumpLink, runDuration, runLink, shortID, statusBadge, timeEl, whenEl } from './dom.js';
 import { flightPanel } from './flight.js';
 import { forkForm } from './fork.js';
+import { failureTitle } from './human.js';
 import { pendingPanel } from './pending.js';
 import { replayBox } from './replay.js';
 import { timeline } from './timeline.js';
+import { waterfall } from './waterfall.js';
 
 export function runView(root, id) {
   const path = `/v1/runs/${encodeURIComponent(id)}`;
@@ -25,24 +31,32 @@ export function runView(root, id) {
   let retry = 1000;
   let retryTimer = null;
 
-  const title = h('h1', { id: 'run-title', tabindex: '-1' }, 'Run ', h('code', {}, id));
+  const agentName = h('span', { class: 'agent-name' }, 'Run');
+  const title = h('h1', { id: 'run-title', tabindex: '-1' }, agentName, ' ', h('span', { class: 'title-id' }, 'run ', h('code', { title: id }, shortID(id))));
   const badge = h('span', { id: 'run-status' });
   const live = h('span', { class: 'live', id: 'live', role: 'status' });
   const notice = h('p', { class: 'notice', role: 'status' });
-  const facts = h('div', { class: 'facts' });
+  const sub = h('p', { class: 'run-sub' });
+  const banner = h('div', { class: 'banners' });
+  const stats = h('dl', { class: 'stats', 'aria-label': 'Totals' });
+  const details = h('details', { class: 'run-details' }, h('summary', {}, 'Details: id, times, holder, counters'));
   const pendingBox = h('section', { class: 'pending', id: 'pending', hidden: true, 'aria-labelledby': 'pending-title' });
   const forkList = h('div', {}, h('p', { class: 'hint' }, 'Looking for forks…'));
   const flight = flightPanel();
   const conv = conversationView(id, messageSent);
-  const tl = timeline(openFork, () => (run && run.parent ? `the fork starts from step ${run.parent.step} of its parent` : 'the run starts'));
+  const tl = timeline({ runID: id, openFork, parent: () => run && run.parent });
+  const wf = waterfall((seq) => tl.highlight(seq, false));
   root.append(
     h('p', { class: 'crumbs' }, h('a', { href: '#/' }, '← All runs')),
-    h('div', { class: 'run-title' }, title, badge, live),
-    notice, facts, pendingBox, conv.el,
+    h('div', { class: 'run-title' }, title, h('span', { class: 'title-copy' }, copyButton(id, 'run id')), badge, live),
+    sub, notice, banner, pendingBox, stats, details,
+    h('nav', { class: 'jumps', 'aria-label': 'On this page' },
+      jumpLink('conversation-title', 'Conversation'), jumpLink('waterfall-title', 'Where the time went'),
+      jumpLink('timeline-title', 'Steps'), jumpLink('replay-title', 'Replay and forks')),
+    conv.el, wf.el, tl.el, flight.el,
     h('div', { class: 'panels' },
-      replayBox(id, (seq) => tl.highlight(seq)),
-      h('section', { class: 'forks', 'aria-labelledby': 'forks-title' }, h('h2', { id: 'forks-title' }, 'Forks of this run'), forkList)),
-    tl.el, flight.el);
+      replayBox(id, (seq) => tl.highlight(seq, true)),
+      h('section', { class: 'forks', 'aria-labelledby': 'forks-title' }, h('h2', { id: 'forks-title' }, 'Forks of this run'), forkList)));
 
   function say(text, error) {
     notice.textContent = text;
@@ -68,11 +82,17 @@ export function runView(root, id) {
   function show(r) {
     if (closed || !newer(r)) return;
     run = r;
+    agentName.textContent = r.agent;
+    document.title = `${r.agent} ${shortID(r.id)}: ${r.status.replaceAll('_', ' ')} · stepwise`;
     badge.replaceChildren(statusBadge(r.status));
     if (r.status === 'stalled') setLive('stalled', stalledLabel);
     else if (live.dataset.state === 'stalled') setLive(es ? 'live' : 'connecting…');
-    fill(facts, factsOf(r));
+    fill(sub, subOf(r));
+    fill(banner, bannersOf(r));
+    fill(stats, statsOf(r));
+    fillDetails(details, r);
     conv.setRun(r);
+    wf.setRun(r);
     const key = r.status === 'awaiting_tool_results' ? r.pending_tool_calls.map((c) => c.id).join(',') : '';
     if (key === pendingKey) return;
     pendingKey = key;
@@ -125,6 +145,7 @@ export function runView(root, id) {
     lastSeq = step.seq;
     tl.add(step);
     conv.add(step);
+    wf.add(step);
     flight.stepped(step.seq);
   }
 
@@ -206,7 +227,8 @@ export function runView(root, id) {
         return;
       }
       fill(forkList, h('ul', { class: 'fork-list' }, forks.map((f) => h('li', {},
-        runLink(f.id), ` at step ${f.parent.step} `, statusBadge(f.status)))),
+        runLink(f.id, firstWords(f.input, 50) || f.id), ' ', h('code', { class: 'call-id', title: f.id }, shortID(f.id)),
+        ` from step ${f.parent.step} `, statusBadge(f.status)))),
       more ? h('p', { class: 'hint' }, `More forks exist${more}.`) : null);
     } catch (err) {
       forkList.replaceChildren(h('p', { class: 'error' }, `Could not list forks: ${errorText(err)}`));
@@ -237,6 +259,7 @@ export function runView(root, id) {
   return {
     close() {
       closed = true;
+      wf.close();
       flight.clear();
       stopStream();
       clearTimeout(retryTimer);
@@ -246,48 +269,97 @@ export function runView(root, id) {
   };
 }
 
-// factsOf is the run's header: the failure or the answer, then its facts.
-function factsOf(r) {
+// subOf is the line under the title: when it started, and its parent.
+function subOf(r) {
+  const out = ['Started ', whenEl(r.created)];
+  if (r.parent) {
+    const link = runLink(r.parent.id, shortID(r.parent.id));
+    link.classList.add('parent-link');
+    link.title = r.parent.id;
+    out.push(' · ', h('span', { class: 'fork-of' }, 'Forked from run ', link, ` at step ${r.parent.step}`));
+  }
+  return out;
+}
+
+// bannersOf is what the run's state calls for first: a failure, a stall,
+// calls in doubt, a pending cancellation, the answer.
+function bannersOf(r) {
   const out = [];
   if (r.failure) {
-    out.push(h('div', { class: 'failure-box', role: 'note' },
-      h('strong', {}, r.status === 'cancelled' ? `Cancelled (${r.failure.code})` : `Failed (${r.failure.code})`), ': ', r.failure.reason));
+    out.push(h('div', { class: `banner failure-box${r.status === 'cancelled' ? ' cancelled' : ''}`, role: 'note' },
+      h('h2', {}, failureTitle(r.failure.code, r.status)),
+      h('p', { class: 'why' }, r.failure.reason),
+      h('p', { class: 'hint' }, 'Code ', h('code', {}, r.failure.code), ` · at step ${r.steps} · `,
+        h('a', { href: `#step-${r.steps}`, onclick: (e) => { e.preventDefault(); showStep(r.steps); } }, 'show the step'))));
   } else if (r.status === 'stalled') {
     const times = r.stall_attempts > 1 ? ` (${r.stall_attempts} times in a row)` : '';
-    const next = r.retry_at ? [', next try ', timeEl(r.retry_at)] : [', next try now'];
-    out.push(h('div', { class: 'reason-box stall-box', role: 'note' },
-      h('strong', {}, `Stalled${times}`), ...next, ': ', r.reason || 'no reason recorded'));
+    const next = r.retry_at ? [`, next try ${fmtIn(r.retry_at)} (`, timeEl(r.retry_at), ')'] : [', next try now'];
+    out.push(h('div', { class: 'banner stall-box', role: 'note' },
+      h('h2', {}, `Stalled${times}`, ...next),
+      h('p', { class: 'why' }, r.reason || 'no reason recorded'),
+      h('p', { class: 'hint' }, 'The run is not lost: a worker tries it again then, from its last step.')));
+  } else if (r.status === 'interrupted') {
+    out.push(h('div', { class: 'banner reason-box', role: 'note' }, h('h2', {}, 'Interrupted'), h('p', { class: 'why' }, r.reason || 'Its driver stopped; a worker takes it over.')));
   } else if (r.reason) {
-    out.push(h('div', { class: 'reason-box' }, h('strong', {}, 'Reason: '), r.reason));
+    out.push(h('div', { class: 'banner reason-box' }, h('strong', {}, 'Reason: '), r.reason));
   }
-  if (r.answer) out.push(h('div', { class: 'answer-box' }, h('strong', {}, 'Answer'), h('pre', { id: 'run-answer' }, r.answer)));
+  if (r.cancel_requested) out.push(h('div', { class: 'banner reason-box' }, h('strong', {}, 'Cancelling: '), r.cancel_requested));
+  if (r.in_doubt_calls && r.in_doubt_calls.length) {
+    out.push(h('div', { class: 'banner doubt-box', role: 'note' },
+      h('h2', {}, 'Calls in doubt'),
+      h('p', { class: 'hint' }, 'These calls started and were not recorded as done: they may have run.'),
+      h('ul', {}, r.in_doubt_calls.map((c) => h('li', {}, h('code', {}, c.name), ` (${c.id}, step ${c.step}, started `, timeEl(c.started), ')')))));
+  }
+  if (r.answer) {
+    out.push(h('div', { class: 'banner answer-box' }, h('h2', {}, r.turns > 1 ? `Answer (turn ${r.turns})` : 'Answer'), h('pre', { id: 'run-answer' }, r.answer)));
+  }
+  return out;
+}
+
+// showStep brings a step of the timeline to view.
+function showStep(seq) {
+  const li = document.getElementById(`step-${seq}`);
+  if (!li) return;
+  li.scrollIntoView({ block: 'center' });
+  li.focus({ preventScroll: true });
+}
+
+// statsOf is the run's totals, one line of big numbers.
+function statsOf(r) {
+  const out = [];
+  const add = (k, v, title) => out.push(h('div', { title: title || null }, h('dt', {}, k), h('dd', {}, v)));
+  add('Duration', fmtDuration(runDuration(r)), r.status === 'running' ? 'so far' : 'from its start to its last change');
+  add('Turns', String(r.turns));
+  add('Steps', String(r.steps));
+  if (r.counters) add('Model calls', String(r.counters.model_calls));
+  if (r.usage) {
+    const u = r.usage;
+    add('Tokens', fmtTokens(u.prompt_tokens + u.completion_tokens), `${u.prompt_tokens} prompt + ${u.completion_tokens} completion`);
+    if (u.cost) add('Cost', fmtCost(u.cost), `${u.cost} in the currency of the agent's prices`);
+  }
+  if (r.tools_used && r.tools_used.length) add('Tools used', r.tools_used.join(', '));
+  return out;
+}
+
+// fillDetails lists everything else the run says, under a disclosure.
+function fillDetails(details, r) {
   const dl = h('dl', { class: 'fact-list' });
   const add = (k, ...v) => dl.append(h('div', {}, h('dt', {}, k), h('dd', {}, ...v)));
+  add('Run id', idChip(r.id), h('code', { class: 'full-id' }, r.id));
   add('Agent', r.agent);
-  if (r.parent) {
-    const link = runLink(r.parent.id);
-    link.classList.add('parent-link');
-    add('Forked from', link, ` at step ${r.parent.step}`);
-    dl.lastElementChild.classList.add('wide');
-  }
+  add('Status', r.status.replaceAll('_', ' '), r.stored_status ? ` (stored: ${r.stored_status.replaceAll('_', ' ')})` : '');
   add('Created', timeEl(r.created));
   add('Updated', timeEl(r.updated));
-  add('Steps', String(r.steps));
-  add('Turns', String(r.turns));
+  if (r.usage) add('Tokens', `${r.usage.prompt_tokens} prompt / ${r.usage.completion_tokens} completion`);
+  if (r.usage && r.usage.cost) add('Cost (exact)', r.usage.cost);
   if (r.counters) {
-    add('Model calls', String(r.counters.model_calls));
+    add('Requests', String(r.counters.requests));
     add('Corrections / escalations', `${r.counters.corrections} / ${r.counters.escalations}`);
   }
-  if (r.usage) add('Tokens', `${r.usage.prompt_tokens} prompt / ${r.usage.completion_tokens} completion`);
   add('Holder', holderText(r.holder));
-  if (r.stored_status) add('Stored status', r.stored_status.replaceAll('_', ' '));
   if (r.retry_at) add('Retry at', timeEl(r.retry_at));
   if (r.stall_attempts) add('Stall attempts', String(r.stall_attempts));
-  if (r.tools_used && r.tools_used.length) add('Tools used', r.tools_used.join(', '));
   if (r.sources && r.sources.length) add('Sources', r.sources.join(', '));
-  if (r.in_doubt_calls && r.in_doubt_calls.length) {
-    add('In doubt', ...r.in_doubt_calls.map((c) => h('div', { class: 'err' }, `${c.name} ${c.id} (step ${c.step}, started `, timeEl(c.started), ')')));
-  }
-  out.push(dl, h('div', { class: 'input-box' }, h('strong', {}, 'Input'), h('pre', {}, r.input || '')));
-  return out;
+  const summary = details.firstElementChild;
+  details.replaceChildren(summary, dl, h('div', { class: 'input-box' }, h('strong', {}, 'Input'), h('pre', {}, r.input || '')));
 }

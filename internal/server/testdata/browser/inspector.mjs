@@ -10,8 +10,15 @@
 // "WATCHING STREAM", the rest once it prints "SEEN STREAM"), RUN_STALLED
 // (a run stalled three times in a row, its next try an hour away),
 // RUN_CHAT (a conversation that answered its first turn: "hi", "answer 1";
-// a message makes it call a tool, then answer "answer 2"), SHOTS (the
-// screenshot directory).
+// a message makes it call a tool, then answer "answer 2"), RUN_PAUSED (a
+// paused run left paused), RUN_RESEARCH (a completed run of the researcher
+// agent: four read_file calls, a compaction at step 7, an answer at step
+// 11, with prices), RUN_FAILED (a run of the tight agent, failed at step 2
+// with budget_exhausted), SHOTS (the screenshot directory).
+//
+// Every step fails on a console error or a page error. At the end every
+// kind of page is shown at 390x844 and at 1280x800, light and dark, and
+// fails if anything on it is wider than the window (layoutProblems).
 
 import { chromium } from 'playwright-core';
 import path from 'node:path';
@@ -28,6 +35,9 @@ const runKeys = env('RUN_KEYS');
 const runStream = env('RUN_STREAM');
 const runStalled = env('RUN_STALLED');
 const runChat = env('RUN_CHAT');
+const runPaused = env('RUN_PAUSED');
+const runResearch = env('RUN_RESEARCH');
+const runFailed = env('RUN_FAILED');
 const shots = env('SHOTS');
 
 // Root in a container cannot use Chromium's sandbox; no GPU, and no QUIC
@@ -35,7 +45,8 @@ const shots = env('SHOTS');
 const args = ['--disable-gpu', '--disable-quic'];
 if (process.getuid && process.getuid() === 0) args.push('--no-sandbox');
 const browser = await chromium.launch({ executablePath: env('CHROMIUM'), headless: true, args });
-const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, colorScheme: 'light' });
+const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, colorScheme: 'light',
+  permissions: ['clipboard-read', 'clipboard-write'] });
 const page = await context.newPage();
 page.setDefaultTimeout(10000);
 
@@ -72,6 +83,43 @@ const bodyLuminance = () => page.evaluate(() => {
 });
 const runRow = (id) => page.locator(`tbody tr[data-id="${id}"]`);
 
+// layoutProblems lists what is wider than the window: the page itself, and
+// every visible element whose box passes the window's right edge (or is
+// cut by its left one) unless a box that scrolls or clips it, itself
+// inside the window, holds it. An element wholly off to the left (the
+// skip link) is hidden on purpose.
+const layoutProblems = () => page.evaluate(() => {
+  const width = document.documentElement.clientWidth;
+  const out = [];
+  if (document.documentElement.scrollWidth > width) out.push(`the page is ${document.documentElement.scrollWidth}px wide in a ${width}px window`);
+  const name = (el) => {
+    const cls = typeof el.className === 'string' && el.className ? `.${el.className.trim().split(/\s+/).join('.')}` : '';
+    return `${el.tagName.toLowerCase()}${el.id ? `#${el.id}` : ''}${cls}`;
+  };
+  for (const el of document.querySelectorAll('body *')) {
+    const r = el.getBoundingClientRect();
+    if (r.width === 0 || r.height === 0 || r.right <= 0) continue;
+    if (r.right <= width + 0.5 && r.left >= -0.5) continue;
+    const cs = getComputedStyle(el);
+    if (cs.visibility === 'hidden') continue;
+    let held = false;
+    for (let p = el.parentElement; p && p !== document.body; p = p.parentElement) {
+      const ps = getComputedStyle(p);
+      if (ps.overflowX !== 'visible') {
+        const pr = p.getBoundingClientRect();
+        held = pr.right <= width + 0.5 && pr.left >= -0.5;
+        break;
+      }
+    }
+    if (!held) out.push(`${name(el)} spans ${Math.round(r.left)}..${Math.round(r.right)}px: "${(el.textContent || '').slice(0, 60)}"`);
+  }
+  return out;
+});
+async function checkLayout(what) {
+  const bad = await layoutProblems();
+  check(bad.length === 0, `${what}: wider than the window:\n  ${bad.slice(0, 12).join('\n  ')}`);
+}
+
 let forkID = '';
 try {
   await step('the page asks for a token on 401 and keeps it for the tab', async () => {
@@ -85,6 +133,37 @@ try {
     const cookie = (await context.cookies()).find((c) => c.name === 'stepwise_token');
     check(cookie && decodeURIComponent(cookie.value) === token && cookie.sameSite === 'Strict' && cookie.path === '/', `the token cookie: ${JSON.stringify(cookie)}`);
     check(await page.evaluate(() => sessionStorage.getItem('stepwise_token')) !== null, 'the token is not in sessionStorage');
+  });
+
+  await step('the list reads at a glance: input, agent, status and why, tokens and cost; ids short and copied', async () => {
+    const row = runRow(runResearch);
+    const link = await row.locator('.row-link').innerText();
+    check(link.startsWith('Which dessert is the cheapest on') && link.endsWith('…'), `the run is shown as ${link}`);
+    check(await row.locator('.c-agent').innerText() === 'researcher', 'no agent');
+    check(await row.locator('.badge').innerText() === 'completed', 'no status');
+    // Tokens and cost come with the run as GET shows it, read for the rows on screen.
+    await row.locator('.cost', { hasText: /^0\.00/ }).waitFor();
+    check(await row.locator('.tokens').innerText() === '2.9k', `tokens: ${await row.locator('.tokens').innerText()}`);
+    check(/\d/.test(await row.locator('td[data-label="Duration"]').innerText()), 'no duration');
+    check(await row.locator('.id-chip code').innerText() === `…${runResearch.slice(-8)}`, 'the id is not shortened');
+    check(!(await page.locator('table.runs').innerText()).includes(runResearch), 'a whole id is shown in the list');
+    await row.locator('button.copy').click();
+    await row.locator('button.copy', { hasText: 'Copied' }).waitFor();
+    check(await page.evaluate(() => navigator.clipboard.readText()) === runResearch, 'the copy button did not copy the id');
+    check((await text('#announce')).includes('Copied run id'), 'the copy is not announced');
+    const stalledWhy = await runRow(runStalled).locator('.row-why').innerText();
+    check(stalledWhy.includes('next try in') && stalledWhy.includes('stalled 3 times') && stalledWhy.includes('the store is unavailable'), `the stalled row says ${stalledWhy}`);
+    const failedWhy = await runRow(runFailed).locator('.row-why').innerText();
+    check(failedWhy.includes('budget is used up') && failedWhy.includes('max_output_tokens'), `the failed row says ${failedWhy}`);
+    check((await runRow(runPaused).locator('.row-why').innerText()).includes('waiting for answers'), 'the paused row does not say it waits');
+    // The arrows move through the rows like j and k.
+    const links = page.locator('tbody .row-link');
+    await links.nth(0).focus();
+    await page.keyboard.press('ArrowDown');
+    check(await page.evaluate(() => document.activeElement === document.querySelectorAll('tbody .row-link')[1]), 'ArrowDown did not move to the next run');
+    await page.keyboard.press('ArrowUp');
+    check(await page.evaluate(() => document.activeElement === document.querySelectorAll('tbody .row-link')[0]), 'ArrowUp did not move back');
+    await checkLayout('the list at 1280');
   });
 
   await step('the list shows the paused runs at 1280x800 in light colours', async () => {
@@ -180,7 +259,7 @@ try {
     await page.locator('.step.error', { hasText: 'over budget' }).first().waitFor();
     await shot('fork-completed');
     await parent.click();
-    await page.locator('.fork-list a', { hasText: forkID }).waitFor();
+    await page.locator(`.fork-list a[href="#/runs/${forkID}"]`).waitFor();
   });
 
   await step('replay: identical against the recorded agent, a divergence against another', async () => {
@@ -220,6 +299,65 @@ try {
     await page.waitForTimeout(300); // the event stream opens: it must not say live
     check((await text('#live')) === 'not live: waiting for its next try', `the live marker says ${await text('#live')}`);
     await shot('stalled');
+  });
+
+  await step('a run in words: steps headed by what they did, each tool call once, the waterfall, a model request', async () => {
+    await page.goto(`${base}/#/runs/${runResearch}`);
+    await page.locator('#step-11').waitFor();
+    await page.locator('#live', { hasText: 'ended' }).waitFor();
+    const headings = await page.locator('.steps .heading').allInnerTexts();
+    const want = { 0: 'Got the user\'s message', 1: 'Asked the model', 2: 'Ran read_file', 7: 'Compacted the conversation', 8: 'Asked the model', 11: 'Answered' };
+    for (const [i, h] of Object.entries(want)) check(headings[i] === h, `step ${i} is headed ${JSON.stringify(headings[i])}, want ${h}`);
+    const steps = await text('.timeline');
+    for (const raw of ['messages=', 'model primary', 'compact helper', 'tools call_page']) check(!steps.includes(raw), `the steps show the internal ${raw}`);
+    // Four calls, each shown once: its result is in the page once.
+    check(await page.locator('.timeline .tool-call').count() === 4, 'not one item per tool call');
+    const times = await page.evaluate(() => document.querySelector('.timeline').textContent.split('starter 10,starters,21.50').length - 1);
+    check(times === 1, `the first call's result is in the steps ${times} times`);
+    check((await text('#step-2 .call-result')).startsWith('→ dish,section,price_eur'), 'the call does not show its result in short');
+    // A call opens and closes from the keyboard.
+    const toggle = page.locator('#step-2 .call-toggle');
+    await page.locator('#step-2').focus();
+    await page.keyboard.press('Tab');
+    check(await page.evaluate(() => document.activeElement.matches('#step-2 .call-toggle')), 'Tab from step 2 does not reach its call');
+    check(await page.evaluate(() => getComputedStyle(document.activeElement).outlineStyle) !== 'none', 'the focused call shows no focus ring');
+    await page.keyboard.press('Enter');
+    check(await toggle.getAttribute('aria-expanded') === 'true' && await page.locator('#call-2-0').isVisible(), 'Enter did not open the call');
+    check((await text('#call-2-0')).includes('"path": "menu.txt"') && (await text('#call-2-0')).includes('starter 10,starters'), 'the open call lacks its arguments or result');
+    await page.keyboard.press('Space');
+    check(await toggle.getAttribute('aria-expanded') === 'false' && await page.locator('#call-2-0').isHidden(), 'Space did not close the call');
+    // The exact request of a model call.
+    const req = page.locator('#step-1 button[aria-controls="request-1"]');
+    await req.click();
+    await page.locator('#request-1 .request-body', { hasText: 'Which dessert is the cheapest' }).waitFor();
+    check(requests.includes(`GET /v1/runs/${runResearch}/steps/1/request`), 'the request was not read from the API');
+    check(await page.locator('#step-2 button[aria-controls="request-2"]').count() === 0, 'a tool step offers a model request');
+    // Where the time went: a bar per request, totals by kind.
+    check(await page.locator('.wf-rows .wf-row').count() === 10 && await page.locator('.wf-rows rect.bar').count() === 10, 'the waterfall does not have a bar per request');
+    const legend = await text('.wf-legend');
+    for (const k of ['Model calls', 'Tools', 'Compaction']) check(legend.includes(k), `the waterfall's totals lack ${k}: ${legend}`);
+    check((await page.locator('.wf-row', { hasText: '#7' }).innerText()).includes('Compacted the conversation'), 'the waterfall does not name the compaction');
+    check(/tok/.test(await text('.wf-rows')), 'the waterfall shows no tokens');
+    const stats = await text('.stats');
+    check(stats.includes('2.9k') && stats.includes('Cost') && stats.includes('Model calls'), `the totals: ${stats}`);
+    await page.locator('.wf-label', { hasText: '#9' }).click();
+    check(await page.evaluate(() => document.activeElement.id) === 'step-9', 'the waterfall does not lead to its step');
+    await checkLayout('the run at 1280');
+    await shot('research-light');
+  });
+
+  await step('a failed run shows its failure first', async () => {
+    await page.goto(`${base}/#/runs/${runFailed}`);
+    const box = page.locator('.failure-box');
+    await box.waitFor();
+    const says = await box.innerText();
+    check(says.includes('Failed: its budget is used up') && says.includes('max_output_tokens is 10 tokens') && says.includes('budget_exhausted'), `the failure box says ${says}`);
+    const box0 = await box.boundingBox();
+    const conv = await page.locator('section.conversation').boundingBox();
+    check(box0.y < conv.y, 'the failure is not above the conversation');
+    await page.locator('#step-2.error').waitFor();
+    check(await page.locator('#step-2 .heading').innerText() === 'Failed: its budget is used up', 'the failing step is not headed as a failure');
+    await shot('failed');
   });
 
   await step('a conversation: Shift+Enter is a new line, Enter sends; the second turn shows live, answered', async () => {
@@ -273,6 +411,49 @@ try {
     await shot('list-dark');
     const width = await page.evaluate(() => document.documentElement.scrollWidth);
     check(width <= 1280, `the dark list is ${width}px wide`);
+  });
+  await step('every page at 390x844 and at 1280x800, light and dark: nothing wider than the window', async () => {
+    await page.evaluate(() => localStorage.removeItem('stepwise_theme')); // the colour scheme decides again
+    await page.reload();
+    const pages = [
+      ['list', '#/', async () => {
+        // Tokens and cost are read for the rows on screen.
+        await runRow(runResearch).scrollIntoViewIfNeeded();
+        await runRow(runResearch).locator('.cost', { hasText: /^0\.00/ }).waitFor();
+        await page.evaluate(() => window.scrollTo(0, 0));
+      }],
+      ['completed', `#/runs/${runResearch}`, async () => {
+        await page.locator('#step-11').waitFor();
+        await page.locator('#step-2 .call-toggle').click(); // long JSON and text, open
+        await page.locator('#step-1 button[aria-controls="request-1"]').click();
+        await page.locator('#request-1 .request-body').waitFor();
+      }],
+      ['paused', `#/runs/${runPaused}`, () => page.locator('#pending').waitFor()],
+      ['stalled', `#/runs/${runStalled}`, () => page.locator('.stall-box').waitFor()],
+      ['failed', `#/runs/${runFailed}`, () => page.locator('#step-2').waitFor()],
+      ['conversation', `#/runs/${runChat}`, () => page.locator('#turn-2 .bubble.answer').waitFor()],
+      ['fork', `#/runs/${forkID}`, () => page.locator('.fork-of').waitFor()],
+    ];
+    // Every page at phone width in both schemes, with a screenshot; at
+    // 1280 every page in light, the list and a run in dark too, with
+    // screenshots of those two.
+    const wide = ['list', 'completed'];
+    for (const [width, height, label] of [[390, 844, 'phone'], [1280, 800, 'desk']]) {
+      await page.setViewportSize({ width, height });
+      for (const scheme of ['light', 'dark']) {
+        await page.emulateMedia({ colorScheme: scheme });
+        const lum = await bodyLuminance();
+        check(scheme === 'dark' ? lum < 0.2 : lum > 0.8, `the ${scheme} scheme has a background of luminance ${lum}`);
+        for (const [name, hash, ready] of pages) {
+          if (label === 'desk' && scheme === 'dark' && !wide.includes(name)) continue;
+          await page.goto(`${base}/${hash}`);
+          await ready();
+          await page.waitForTimeout(100); // the waterfall draws
+          await checkLayout(`${name} at ${width}px, ${scheme}`);
+          if (label === 'phone' || wide.includes(name)) await shot(`${label}-${name}-${scheme}`);
+        }
+      }
+    }
   });
 } catch (err) {
   console.log(`FAIL ${current}: ${err.message}`);
