@@ -119,6 +119,19 @@ type apiRun struct {
 	// to it since, once folded in (store.RunInfo.Turns); a message still
 	// waiting in the run's inbox is not counted yet.
 	Turns int `json:"turns"`
+	// Children are the child runs of the run's sub-agent calls, in the
+	// order called (GET /v1/runs/{id}, for an agent with [[agents]]).
+	Children []apiChild `json:"children,omitempty"`
+}
+
+// apiChild is a child run of a sub-agent call.
+type apiChild struct {
+	Step   int    `json:"step"`
+	CallID string `json:"call_id"`
+	Tool   string `json:"tool"`
+	ID     string `json:"id"`
+	Agent  string `json:"agent"`
+	Status string `json:"status"`
 }
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }

@@ -253,6 +253,15 @@ func (s *Server) runJSONOf(ctx context.Context, ri store.RunInfo) (apiRun, error
 		return apiRun{}, err
 	}
 	run.withState(st)
+	if ag, _, err := s.agents.bySource(ri.Config); err == nil && len(ag.SubAgents) > 0 {
+		// The tree: read from the run's steps, only for an agent that
+		// has sub-agents.
+		if children, err := shell.Children(ctx, s.cfg.Store, id); err == nil {
+			for _, c := range children {
+				run.Children = append(run.Children, apiChild{Step: c.Step, CallID: c.CallID, Tool: c.Tool, ID: c.Info.ID, Agent: c.Info.Agent, Status: string(c.Info.Status)})
+			}
+		}
+	}
 	if ri.Status == store.StatusAwaitingToolResults && len(run.Pending) == 0 {
 		// Paused on sub-agents: their calls, namespaced (shell.PendingCalls).
 		if calls, err := shell.PendingCalls(ctx, s.cfg.Store, id, st); err == nil {

@@ -59,7 +59,7 @@ func TestAgentsOnlyFromTheDirectory(t *testing.T) {
 	}
 	var agents struct{ Agents []string }
 	f.do("GET", "/v1/agents", nil).json(t, &agents)
-	if strings.Join(agents.Agents, ",") != "broken,chat,quick,shopper,slow,talker" {
+	if strings.Join(agents.Agents, ",") != "broken,chat,manager,quick,researcher,shopper,slow,talker" {
 		t.Fatalf("agents listed: %v", agents.Agents)
 	}
 	// A file inside the directory reached through a symlink inside it is

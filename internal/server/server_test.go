@@ -45,6 +45,28 @@ name = "approve"
 mode = "external"
 parameters = '{"type": "object", "properties": {"item": {"type": "string"}}, "required": ["item"]}'
 `)
+	write("manager.jsonl", `{"tool_calls": [{"id": "call_research", "name": "research", "arguments": {"task": "brass or steel?"}}]}
+{"text": "We buy the brass lamp."}
+`)
+	write("manager.toml", `name = "manager"
+[models.primary]
+provider = "script"
+script = "manager.jsonl"
+[[agents]]
+name = "research"
+file = "researcher.toml"
+`)
+	write("researcher.jsonl", `{"tool_calls": [{"id": "call_ask", "name": "ask_person", "arguments": {"q": "brass or steel?"}}]}
+{"text": "Brass."}
+`)
+	write("researcher.toml", `name = "researcher"
+[models.primary]
+provider = "script"
+script = "researcher.jsonl"
+[[tools]]
+name = "ask_person"
+mode = "external"
+`)
 	write("quick.jsonl", `{"text": "hello"}`+"\n")
 	write("quick.toml", `name = "quick"
 [models.primary]

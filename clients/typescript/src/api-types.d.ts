@@ -58,6 +58,8 @@ export interface Counters {
 export interface Usage {
   prompt_tokens: number;
   completion_tokens: number;
+  /** What the model calls cost at the agent's prices, a decimal in the prices' currency ("0.000123"); absent when the agent sets no prices. */
+  cost?: string;
 }
 
 export interface Run {
@@ -97,6 +99,8 @@ export interface Run {
   cancel_requested?: string;
   /** the user messages the run has taken: its input (or the user messages of the history it started from) and each message sent to it since, once folded in (a message still in its inbox is not counted yet) */
   turns: number;
+  /** The child runs of the run's sub-agent calls, in the order called (an agent with [[agents]]; GET /v1/runs/{id} only). A child's id is the run's id, a dot and the call's id. */
+  children?: Child[];
 }
 
 export interface RunList {
@@ -242,6 +246,18 @@ export interface Replay {
     replayed: string;
     detail?: string;
   };
+}
+
+/** A child run of a sub-agent call. */
+export interface Child {
+  /** The parent's step that made the call. */
+  step: number;
+  call_id: string;
+  /** The sub-agent's tool name. */
+  tool: string;
+  id: string;
+  agent: string;
+  status: string;
 }
 
 /** Each route by its operationId: method, path, parameters, body and answer. */

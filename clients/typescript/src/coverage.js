@@ -46,6 +46,7 @@ export const SCHEMAS = {
   "Counters": "Counters",
   "Usage": "Usage",
   "Run": "Run",
+  "Child": "Child",
   "RunList": "RunList",
   "Message": "Message",
   "ChatMessage": "ChatMessage",

@@ -42,6 +42,7 @@ export function runView(root, id) {
   const details = h('details', { class: 'run-details' }, h('summary', {}, 'Details: id, times, holder, counters'));
   const pendingBox = h('section', { class: 'pending', id: 'pending', hidden: true, 'aria-labelledby': 'pending-title' });
   const forkList = h('div', {}, h('p', { class: 'hint' }, 'Looking for forks…'));
+  const childList = h('section', { class: 'children', hidden: true, 'aria-labelledby': 'children-title' });
   const flight = flightPanel();
   const conv = conversationView(id, messageSent);
   const tl = timeline({ runID: id, openFork, parent: () => run && run.parent });
@@ -49,7 +50,7 @@ export function runView(root, id) {
   root.append(
     h('p', { class: 'crumbs' }, h('a', { href: '#/' }, '← All runs')),
     h('div', { class: 'run-title' }, title, h('span', { class: 'title-copy' }, copyButton(id, 'run id')), badge, live),
-    sub, notice, banner, pendingBox, stats, details,
+    sub, notice, banner, pendingBox, stats, details, childList,
     h('nav', { class: 'jumps', 'aria-label': 'On this page' },
       jumpLink('conversation-title', 'Conversation'), jumpLink('waterfall-title', 'Where the time went'),
       jumpLink('timeline-title', 'Steps'), jumpLink('replay-title', 'Replay and forks')),
@@ -91,6 +92,7 @@ export function runView(root, id) {
     fill(banner, bannersOf(r));
     fill(stats, statsOf(r));
     fillDetails(details, r);
+    showChildren(r);
     conv.setRun(r);
     wf.setRun(r);
     const key = r.status === 'awaiting_tool_results' ? r.pending_tool_calls.map((c) => c.id).join(',') : '';
@@ -213,6 +215,18 @@ export function runView(root, id) {
       if (err instanceof APIError && err.status === 404) say(`No run ${id} on this server.`, true);
       else say(`Could not load the run: ${errorText(err)}`, true);
     }
+  }
+
+  // showChildren lists the child runs of the run's sub-agent calls: the
+  // tree, one level at a time (each child's page lists its own).
+  function showChildren(r) {
+    const kids = r.children || [];
+    childList.hidden = kids.length === 0;
+    if (kids.length === 0) return;
+    fill(childList, h('h2', { id: 'children-title' }, 'Sub-agent runs'),
+      h('ul', { class: 'fork-list' }, kids.map((c) => h('li', {},
+        runLink(c.id, `${c.tool}: ${c.agent}`), ' ', h('code', { class: 'call-id', title: c.id }, shortID(c.id)),
+        ` called at step ${c.step} (${c.call_id}) `, statusBadge(c.status)))));
   }
 
   // loadForks lists the runs forked from this one (the first 200).

@@ -64,6 +64,7 @@ from .models import (
     MessageEvent,
     MessageList,
     Parent,
+    Child,
     PendingCall,
     Poll,
     Replay,

@@ -50,6 +50,7 @@ SCHEMAS = {
     "Counters": "Counters",
     "Usage": "Usage",
     "Run": "Run",
+    "Child": "Child",
     "RunList": "RunList",
     "Message": "StepMessage",
     "ChatMessage": "ChatMessage",

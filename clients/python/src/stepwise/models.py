@@ -99,6 +99,20 @@ class Parent(_Model):
 
 
 @dataclass
+class Child(_Model):
+    """Child: a child run of a sub-agent call (its id is the parent's id, a
+    dot and call_id)."""
+
+    step: int = 0
+    call_id: str = ""
+    tool: str = ""
+    id: str = ""
+    agent: str = ""
+    status: str = ""
+    raw_json: Dict[str, Any] = _raw()
+
+
+@dataclass
 class Holder(_Model):
     """Holder: who drives a run (its lease). owner is opaque unless the
     server exposes holders (then host and pid are set)."""
@@ -161,10 +175,12 @@ class Counters(_Model):
 
 @dataclass
 class Usage(_Model):
-    """Usage: the tokens the run's model calls used."""
+    """Usage: the tokens the run's model calls used, and their cost (an exact
+    decimal, in the currency of the agent's prices; "" without prices)."""
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cost: str = ""
     raw_json: Dict[str, Any] = _raw()
 
 
@@ -198,6 +214,7 @@ class Run(_Model):
     cancel_requested: str = ""
     turns: int = 0
     stored_status: str = ""
+    children: List[Child] = field(default_factory=list, metadata=_conv(_list_of(Child)))
     raw_json: Dict[str, Any] = _raw()
 
     @property
