@@ -293,3 +293,41 @@ func TestSubAgentSurvivesAnInterruptedDrive(t *testing.T) {
 		t.Fatalf("%d runs, the note ran %d times, child model calls %v", len(runs), notes, calls)
 	}
 }
+
+// Two answerers race to answer a root paused on its child: one answer is
+// taken, the other refused (busy or already answered), and the child's
+// call is answered and its next model call made exactly once.
+func TestRacingAnswersAcrossATree(t *testing.T) {
+	db := openStore(t)
+	ctx := context.Background()
+	ag := treeAgents(t,
+		[]string{`{"tool_calls":[{"id":"c1","name":"research","arguments":{"task":"x"}}]}`, `{"text":"parent done"}`},
+		[]string{`{"tool_calls":[{"id":"e1","name":"ask_person","arguments":{}}]}`, `{"text":"child done"}`})
+	sub := ag.SubAgents["research"]
+	mu := &sync.Mutex{}
+	calls := map[int]int{}
+	sub.Models[core.Primary] = gatedModel{inner: sub.Models[core.Primary], gate: -1, reached: make(chan struct{}, 1), calls: calls, mu: mu}
+	r := shell.NewRunner(db, nil)
+	out, err := r.Start(ctx, ag, "go")
+	if err != nil || out.Status != store.StatusAwaitingToolResults {
+		t.Fatalf("%+v %v", out, err)
+	}
+	var wg sync.WaitGroup
+	results := make([]error, 2)
+	for i := range results {
+		wg.Go(func() {
+			_, results[i] = shell.NewRunner(db, nil).Submit(ctx, ag, out.RunID, shell.Answers{Results: []core.ToolResult{{CallID: "c1/e1", Output: "yes"}}})
+		})
+	}
+	wg.Wait()
+	ok := 0
+	for _, err := range results {
+		if err == nil {
+			ok++
+		}
+	}
+	info, _ := db.Run(ctx, out.RunID)
+	if ok != 1 || info.Status != store.StatusCompleted || calls[2] != 1 {
+		t.Fatalf("%d answers taken (%v), root %s, the child's second model call made %d times", ok, results, info.Status, calls[2])
+	}
+}
