@@ -455,8 +455,8 @@
 // core, sent back once (max_corrections, 0 for none) when it does not fit,
 // then the run fails with invalid_output. stepwise run --json and GET
 // /v1/runs/{id} give it as "output"; from Go, shell.OutputAs[T]. An
-// OpenAI-compatible or Responses model is asked for it natively when the
-// schema's root is an object (ADR 0034).
+// OpenAI-compatible, Responses or Anthropic model is asked for it natively
+// when the schema's root is an object (ADR 0034).
 //
 //	[output]
 //	schema = '''{"type": "object", "properties": {"label": {"type": "string"}}, "required": ["label"]}'''

@@ -246,3 +246,27 @@ func TestOptionsChecked(t *testing.T) {
 		}
 	}
 }
+
+// An agent's output schema goes to the Messages API as structured output
+// (output_config.format), for an object schema only.
+func TestStructuredOutputOnTheWire(t *testing.T) {
+	t.Setenv("STEPWISE_TEST_ANTHROPIC_KEY", "sk-ant-test")
+	srv := mt.New(t, mt.Reply{Events: stream("end_turn", 100, answerBlock)}, mt.Reply{Events: stream("end_turn", 100, answerBlock)})
+	p, _ := newProvider(t, srv, Options{APIKeyEnv: "STEPWISE_TEST_ANTHROPIC_KEY", MaxTokens: 1000})
+	req := ask("Classify: win a prize")
+	req.OutputSchema = json.RawMessage(`{"type":"object","properties":{"label":{"type":"string"}},"required":["label"]}`)
+	if _, err := p.Complete(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	req.OutputSchema = json.RawMessage(`{"type":"array"}`)
+	if _, err := p.Complete(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	reqs := srv.Requests()
+	if got := pt.CompactJSON(pt.Body(t, reqs[0])["output_config"]); got != `{"format":{"schema":{"properties":{"label":{"type":"string"}},"required":["label"],"type":"object"},"type":"json_schema"}}` {
+		t.Errorf("output_config = %s", got)
+	}
+	if _, ok := pt.Body(t, reqs[1])["output_config"]; ok {
+		t.Errorf("an array schema was sent natively")
+	}
+}

@@ -80,6 +80,15 @@ func (p *Provider) params(req shell.ModelRequest) (sdk.MessageNewParams, error) 
 	if p.o.ThinkingBudget > 0 {
 		params.Thinking = sdk.ThinkingConfigParamOfEnabled(int64(p.o.ThinkingBudget))
 	}
+	if shell.ObjectSchema(req.OutputSchema) {
+		// Structured output: output_config.format (the core checks the
+		// answer whatever the model sends).
+		var schema map[string]any
+		if err := json.Unmarshal(req.OutputSchema, &schema); err != nil {
+			return params, httpcall.Permanentf("the output schema is not a JSON object: %v", err)
+		}
+		params.OutputConfig.Format = sdk.JSONOutputFormatParam{Schema: schema}
+	}
 	return params, nil
 }
 

@@ -235,3 +235,19 @@ func TestNoEnvironment(t *testing.T) {
 		t.Errorf("headers from the environment: %v", h)
 	}
 }
+
+// An agent's output schema goes to the Responses API as its text format
+// (json_schema), for an object schema only.
+func TestStructuredOutputOnTheWire(t *testing.T) {
+	srv := mt.New(t, mt.Reply{Events: stream("response.completed", 100, textItem)})
+	p, _ := newProvider(t, srv, Options{})
+	req := ask("Classify: win a prize")
+	req.OutputSchema = json.RawMessage(`{"type":"object","properties":{"label":{"type":"string"}},"required":["label"]}`)
+	if _, err := p.Complete(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	got := pt.CompactJSON(pt.Body(t, srv.Requests()[0])["text"])
+	if got != `{"format":{"name":"output","schema":{"properties":{"label":{"type":"string"}},"required":["label"],"type":"object"},"strict":false,"type":"json_schema"}}` {
+		t.Errorf("text = %s", got)
+	}
+}
