@@ -23,8 +23,8 @@ type ModelRequest struct {
 	// OutputSchema, when set, is the JSON Schema the final answer must
 	// fit (the agent's [output]): a provider with native structured output
 	// asks the model for it (chat completions' json_schema response
-	// format, the Responses API's text format); the core checks the answer
-	// whatever the provider did.
+	// format, the Responses API's text format, Anthropic's output_config);
+	// the core checks the answer whatever the provider did.
 	OutputSchema json.RawMessage
 	// OnDelta, when set, is told of the reply as it streams in, piece by
 	// piece, on the goroutine that called Complete; it must return

@@ -87,3 +87,27 @@ func TestShowRequestOfACompactedStep(t *testing.T) {
 		t.Errorf("the request holds a page that was summarized:\n%s", r.stdout)
 	}
 }
+
+// A fork at the compaction step with another summary goes on from there:
+// the model is sent that summary in place of the recorded one.
+func TestForkAtACompactionWithAnotherSummary(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "t.db")
+	want(t, cli(t, db, "", "import", "testdata/runs/compaction.json"), 0)
+	dir := t.TempDir()
+	summary := filepath.Join(dir, "summary.json")
+	script := filepath.Join(dir, "script.jsonl")
+	if err := os.WriteFile(summary, []byte(`{"text": "ANOTHER SUMMARY: pages 1-2 list starters and soups."}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(script, []byte(`{"text": "The cheapest dessert is dessert 1."}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := cli(t, db, "", "fork", "compaction", "--at", "7", "--result", summary, "--script", script, "--json")
+	want(t, r, exitCompleted)
+	o := decodeOutcome(t, r)
+	req := cli(t, db, "", "show", o.RunID, "--step", "1", "--request")
+	want(t, req, 0)
+	if !strings.Contains(req.stdout, "ANOTHER SUMMARY") || strings.Contains(req.stdout, "Pages 1-2 of menu.txt") {
+		t.Fatalf("the fork's request:\n%s", req.stdout)
+	}
+}
