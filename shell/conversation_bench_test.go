@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,6 +19,9 @@ import (
 type lookupModel struct{}
 
 func (lookupModel) Complete(_ context.Context, req shell.ModelRequest) (core.ModelReply, error) {
+	if strings.HasPrefix(req.Messages[0].Content, "You compact") {
+		return core.ModelReply{Text: "The user asked the time, turn after turn; it was looked up each time.", Usage: core.Usage{PromptTokens: 900, CompletionTokens: 20}}, nil
+	}
 	last := req.Messages[len(req.Messages)-1]
 	if last.Role == core.RoleTool {
 		return core.ModelReply{Text: "It is " + last.Content + ".", Usage: core.Usage{PromptTokens: 200, CompletionTokens: 8}}, nil
@@ -34,8 +38,18 @@ func (lookupModel) Complete(_ context.Context, req shell.ModelRequest) (core.Mod
 // window holds one segment copy) and the time per step, and the time to
 // load the latest state at turn 16 and at turn 100. ns/op is one whole
 // conversation. The targets (issue 23): at most 1.1x the bytes and 1.2x
-// the time per step, loading flat.
+// the time per step, loading flat. In the compacted case the agent holds
+// its requests to 1,500 tokens and each result is 1.5 KB, so the history is
+// compacted every few turns (summaries recorded as steps): its bytes per
+// step must stay flat too (issue 25).
 func BenchmarkConversation(b *testing.B) {
+	b.Run("plain", func(b *testing.B) { benchConversation(b, nil, "half past ten on a Thursday in late November") })
+	b.Run("compacted", func(b *testing.B) {
+		benchConversation(b, &core.ContextPolicy{MaxTokens: 1500, KeepTurns: 2}, strings.Repeat("half past ten on a Thursday; ", 50))
+	})
+}
+
+func benchConversation(b *testing.B, bound *core.ContextPolicy, output string) {
 	const turns, window = 100, 16
 	ctx := context.Background()
 	var firstB, lastB, firstT, lastT, load16, load100 float64
@@ -51,11 +65,12 @@ func BenchmarkConversation(b *testing.B) {
 			b.Fatal(err)
 		}
 		lookup := fnTool{spec: core.Tool{Name: "lookup", Parameters: []byte(anyArgs)}, run: func(_ context.Context, c core.ToolCall) core.ToolResult {
-			return core.ToolResult{CallID: c.ID, Output: "half past ten on a Thursday in late November"}
+			return core.ToolResult{CallID: c.ID, Output: output}
 		}}
 		cfg := core.DefaultConfig()
 		cfg.Name = "conversation"
 		cfg.Tools = []core.Tool{lookup.Spec()}
+		cfg.Context = bound
 		ag := &shell.Agent{Config: cfg, Models: map[core.ModelRole]shell.ModelProvider{core.Primary: lookupModel{}}, Tools: map[string]shell.Tool{"lookup": lookup}, Source: []byte(`{}`)}
 		r := shell.NewRunner(db, nil)
 		size := func(id string) float64 {
