@@ -29,7 +29,7 @@ func TestExampleAgentsLoadAndBuild(t *testing.T) {
 			continue
 		}
 		for _, tool := range spec.Config.Tools {
-			if tool.Mode != core.ModeExternal && ag.Tools[tool.Name] == nil {
+			if tool.Mode != core.ModeExternal && ag.Tools[tool.Name] == nil && ag.SubAgents[tool.Name] == nil && ag.Handoffs[tool.Name] == nil {
 				t.Errorf("%s: tool %s has no implementation", f, tool.Name)
 			}
 		}
