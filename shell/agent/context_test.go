@@ -1,6 +1,9 @@
 package agent_test
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -45,5 +48,38 @@ func TestContextTable(t *testing.T) {
 	}
 	if w := agent.KnownWindow("claude-sonnet-4-5"); w != 200_000 {
 		t.Errorf("claude's window: %d", w)
+	}
+}
+
+// [[agents]]: a sub-agent or a handoff is a tool of the agent; a table
+// that names no file, a file that is missing, an unknown mode, or a handoff
+// with parameters is refused; an agent file that names itself is refused
+// when built, at the depth limit.
+func TestAgentsTables(t *testing.T) {
+	dir := scriptDir(t, "x.jsonl")
+	parse := func(src string) (*agent.Spec, error) { return agent.Parse([]byte(src), "t.toml", dir) }
+	for _, c := range []struct{ src, want string }{
+		{head + "[[agents]]\nname = \"r\"\n", "needs a name and a file"},
+		{head + "[[agents]]\nname = \"r\"\nfile = \"nope.toml\"\n", "nope.toml"},
+		{head + "[[agents]]\nname = \"r\"\nfile = \"x.jsonl\"\nmode = \"swarm\"\n", `mode "swarm" is not one of tool, handoff`},
+		{head + "[[agents]]\nname = \"r\"\nfile = \"x.jsonl\"\nmode = \"handoff\"\nparameters = '{\"type\": \"object\"}'\n", "a handoff takes no parameters"},
+	} {
+		if _, err := parse(c.src); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v, want %q", c.src, err, c.want)
+		}
+	}
+	self := filepath.Join(dir, "self.toml")
+	if err := os.WriteFile(self, []byte(head+"[[agents]]\nname = \"again\"\nfile = \"self.toml\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	spec, err := agent.Load(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if names := toolNames(spec.Config.Tools); names != "again" {
+		t.Fatalf("the sub-agent's tool: %s", names)
+	}
+	if _, err := spec.Build(context.Background(), agent.BuildOptions{}); err == nil || !strings.Contains(err.Error(), "nest more than 3 deep") {
+		t.Fatalf("a file that names itself: %v", err)
 	}
 }
