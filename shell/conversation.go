@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/stepwise-agent/stepwise/core"
@@ -82,7 +83,7 @@ func (r *Runner) post(ctx context.Context, ag *Agent, runID, content string) (in
 	if err != nil {
 		return 0, fmt.Errorf("message to run %s: %w", runID, err)
 	}
-	noted.Store(runID, struct{}{})
+	note(runID)
 	return n, nil
 }
 
@@ -93,6 +94,21 @@ func (r *Runner) post(ctx context.Context, ag *Agent, runID, content string) (in
 // the end of a turn and a loaded run always look.
 var noted sync.Map
 
+// notes counts noted's entries, roughly; past maxNotes (runs posted to here
+// and driven elsewhere) they are dropped: a note is a hint, and a driver
+// without one still sees the message at its next heartbeat.
+var notes atomic.Int64
+
+const maxNotes = 10_000
+
+// note records a post to runID for a drive in this process.
+func note(runID string) {
+	if _, had := noted.LoadOrStore(runID, struct{}{}); !had && notes.Add(1) > maxNotes {
+		noted.Clear()
+		notes.Store(0)
+	}
+}
+
 // inboxDue reports whether the drive reads the inbox before acting on a
 // (one of checksInbox's): when a message may be there.
 func inboxDue(cur *cursor, h *holding, a core.Action) bool {
@@ -100,8 +116,11 @@ func inboxDue(cur *cursor, h *holding, a core.Action) bool {
 	case core.Complete, core.RequestExternalToolCalls:
 		return true
 	}
-	_, note := noted.LoadAndDelete(cur.id)
-	due := cur.inboxDue || h.inboxHint.Swap(false) || note
+	_, posted := noted.LoadAndDelete(cur.id)
+	if posted {
+		notes.Add(-1)
+	}
+	due := cur.inboxDue || h.inboxHint.Swap(false) || posted
 	cur.inboxDue = false
 	return due
 }
