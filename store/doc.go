@@ -8,9 +8,9 @@
 //   - store/postgres: a PostgreSQL schema, through pgx;
 //   - store/storetest: the conformance suite every backend passes;
 //   - store/runfile: a run's export file;
-//   - store/internal/codec: the row and segment layout, checksums and
-//     export format both of ours share, so that a run exports to the same
-//     bytes from either.
+//   - store/internal/codec: the row and segment layout, checksums, caches
+//     and export format both of ours share, so that a run exports to the
+//     same bytes from either.
 //
 // # Adding a backend
 //

@@ -225,7 +225,9 @@ type StepRecord struct {
 	// nil when there is none.
 	Result core.Result
 	// State is the state at this step, exactly as it was checkpointed: its
-	// core.EncodeState bytes equal those of the state saved.
+	// core.EncodeState bytes equal those of the state saved. Its Messages
+	// may share their array with the states of other loads and of Steps
+	// (capped at their length, so appending copies them): read-only.
 	State   core.State
 	Created time.Time // UTC
 }

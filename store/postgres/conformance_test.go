@@ -37,6 +37,16 @@ func Harness() storetest.Harness {
 			}
 			return o
 		},
+		LogCache: func(t *testing.T, s store.Store, budget int64) (store.Store, func() storetest.CacheStats) {
+			o, err := Open(context.Background(), serverURL(t), &Options{Schema: s.(*Postgres).Schema(), LogCacheBytes: budget})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return o, func() storetest.CacheStats {
+				st := o.logs.Stats()
+				return storetest.CacheStats{Runs: st.Runs, Bytes: st.Bytes, Budget: st.Budget, Hits: st.Hits, Misses: st.Misses, Evicts: st.Evicted}
+			}
+		},
 		Corrupt: func(t *testing.T, s store.Store, runID, what string, n int) {
 			at := map[string]int{"step": 5, "segment": 5, "intent": 1}[what]
 			damage(t, s, storetest.Damage{Kind: storetest.DamageKind(what), RunID: runID, Seq: n, At: at})

@@ -6,7 +6,8 @@
 // The backend-neutral parts are store/internal/codec's, shared with SQLite:
 // step rows (one body, compressed when that pays), segments, checksums
 // (CRC-32C with the run's key), tool lists by digest, the cache of runs'
-// tails and open segments, and the export format. The same run therefore
+// tails and open segments, the cache of decoded message logs, and the
+// export format. The same run therefore
 // exports to the same bytes from either store, and a file exported by one
 // imports into the other.
 //
@@ -100,7 +101,13 @@
 // LoadLatest and LoadStep read the step's row, then in one round trip the
 // segments before its segment and at most 63 step rows: steps and segments
 // are never modified, and a segment commits with the step that closes it,
-// so no snapshot is needed. Steps, StepsFrom and Export read from one
+// so no snapshot is needed. The store keeps the decoded message logs of the
+// runs it loaded (codec.LogCache, at most Options.LogCacheBytes, 32 MiB by
+// default), so that loading a run again reads the bodies only of the
+// segments it does not hold (the others' extents and checksums are
+// compared with what it holds) and only the step rows after those it
+// holds, and decodes only those: a conversation's next load costs the same
+// at turn 16 and at turn 100 (docs/performance.md, issue 23). Steps, StepsFrom and Export read from one
 // snapshot (a read-only REPEATABLE READ transaction), a page of 256 step
 // rows at a time. ListRuns and Run read the last step and the last agent
 // change of each run by index (LATERAL); Updated is the later of the run's

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -15,20 +16,27 @@ import (
 
 // loadLog assembles the messages of the state at the opened step row: the
 // segments before its segment, then the step rows of its segment up to it,
-// both read through q in one round trip.
-func loadLog(ctx context.Context, q querier, runID string, rk int64, row *codec.Row) ([]core.Message, error) {
-	log := make([]core.Message, 0, row.MsgCount)
-	fail := func(format string, args ...any) error {
-		return fmt.Errorf("%w: run %s step %d: %s", store.ErrCorrupt, runID, row.Seq, fmt.Sprintf(format, args...))
+// both read through q in one round trip, reading only what the store's
+// cache (codec.LogCache) does not hold (a second round trip when the cache
+// turns out stale).
+func loadLog(ctx context.Context, q querier, cache *codec.LogCache, runID string, rk int64, row *codec.Row) ([]core.Message, error) {
+	log, err := loadPlanned(ctx, q, cache, runID, rk, row, cache.Plan(rk, row.Seq))
+	if errors.Is(err, codec.ErrStale) {
+		log, err = loadPlanned(ctx, q, cache, runID, rk, row, codec.FullPlan(row.Seq))
 	}
-	// Segments cover the steps before b; the rest come from step rows.
+	return log, err
+}
+
+// loadPlanned reads what p says, in one round trip, and assembles the log.
+func loadPlanned(ctx context.Context, q querier, cache *codec.LogCache, runID string, rk int64, row *codec.Row, p codec.LogPlan) ([]core.Message, error) {
 	b := codec.SegmentStart(row.Seq + 1)
 	batch := &pgx.Batch{}
 	if b > 0 {
-		batch.Queue(`SELECT seq_from, seq_to, first, n, body, sum FROM segments WHERE rk = $1 AND seq_from < $2 ORDER BY seq_from`, rk, int64(b))
+		batch.Queue(`SELECT seq_from, seq_to, first, n, CASE WHEN seq_from >= $2 THEN body END, sum FROM segments
+			WHERE rk = $1 AND seq_from < $3 ORDER BY seq_from`, rk, int64(p.BodiesFrom), int64(b))
 	}
-	if row.Seq > b {
-		batch.Queue(`SELECT `+stepColumns+` FROM steps s WHERE s.rk = $1 AND s.seq >= $2 AND s.seq < $3 ORDER BY s.seq`, rk, int64(b), int64(row.Seq))
+	if row.Seq > p.RowsFrom {
+		batch.Queue(`SELECT `+stepColumns+` FROM steps s WHERE s.rk = $1 AND s.seq >= $2 AND s.seq < $3 ORDER BY s.seq`, rk, int64(p.RowsFrom), int64(row.Seq))
 	}
 	var segs []codec.Segment
 	var rows []codec.Row
@@ -45,7 +53,7 @@ func loadLog(ctx context.Context, q querier, runID string, rk int64, row *codec.
 					return err
 				}
 			}
-			if row.Seq > b {
+			if row.Seq > p.RowsFrom {
 				r, err := br.Query()
 				if err != nil {
 					return err
@@ -60,40 +68,12 @@ func loadLog(ctx context.Context, q querier, runID string, rk int64, row *codec.
 			return nil, fmt.Errorf("run %s step %d: %w", runID, row.Seq, err)
 		}
 	}
-	if b > 0 {
-		if err := codec.CheckSegments(runID, rk, row.Seq, row.MsgCount, segs); err != nil {
-			return nil, err
-		}
-		var err error
-		if log, err = codec.DecodeSegments(log, segs); err != nil {
-			return nil, fmt.Errorf("run %s step %d: %w", runID, row.Seq, err)
-		}
-	}
-	if row.Seq < b {
-		if len(log) != row.MsgCount {
-			return nil, fail("holds %d messages, the segments %d", row.MsgCount, len(log))
-		}
-		return log, nil
-	}
-	want := b
 	for i := range rows {
-		r := &rows[i]
-		if r.Seq != want {
-			return nil, fail("step %d is missing", want)
-		}
-		want++
-		if err := r.OpenVerified(runID, rk); err != nil {
-			return nil, err
-		}
-		var err error
-		if log, err = r.AppendTo(runID, log, nil); err != nil {
+		if err := rows[i].OpenVerified(runID, rk); err != nil {
 			return nil, err
 		}
 	}
-	if want != row.Seq {
-		return nil, fail("step %d is missing", want)
-	}
-	return row.AppendTo(runID, log, nil)
+	return cache.Load(runID, rk, p, row, segs, rows)
 }
 
 // collectSegments scans segment rows and closes rows.

@@ -37,6 +37,13 @@ type Options struct {
 	// MaxConns caps the connection pool (default: pgxpool's, the larger of
 	// 4 and the number of CPUs).
 	MaxConns int32
+	// LogCacheBytes bounds the memory that holds the decoded message logs
+	// of the runs this store loaded (store/internal/codec's LogCache), so
+	// that loading a run again decodes only what was appended since; a
+	// run counts its messages' bytes plus 128 bytes a message, and the
+	// least recently loaded runs are evicted first. 0: 32 MiB; negative:
+	// no cache, every load decodes the whole log.
+	LogCacheBytes int64
 
 	// tracer, when set, traces every statement (the tests count round
 	// trips with it).
@@ -54,6 +61,8 @@ type Postgres struct {
 	// segments) and of the tool lists it holds.
 	cache codec.RunCache
 	tools codec.ToolLists
+	// logs holds decoded message logs, for loads.
+	logs *codec.LogCache
 }
 
 var _ store.Store = (*Postgres)(nil)
@@ -91,7 +100,7 @@ func Open(ctx context.Context, url string, opts *Options) (*Postgres, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", where, err)
 	}
-	s := &Postgres{pool: pool, now: o.Now, schema: o.Schema}
+	s := &Postgres{pool: pool, now: o.Now, schema: o.Schema, logs: codec.NewLogCache(o.LogCacheBytes)}
 	if s.now == nil {
 		offset, err := serverOffset(ctx, pool)
 		if err != nil {

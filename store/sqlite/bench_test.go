@@ -294,6 +294,40 @@ func BenchmarkLoadLatest(b *testing.B) {
 	}
 }
 
+// BenchmarkLoadLatestAt loads the latest state of runs of 32 and 200 turns
+// (64 and 400 steps: one segment and no step row to read, six segments
+// and 16 step rows), from the store that wrote them, whose segment cache
+// holds their segments after the first load, and from a store on the same
+// file without one (nocache): what the cache saves, and whether a load is
+// flat in the log's length (issue 23).
+func BenchmarkLoadLatestAt(b *testing.B) {
+	ctx := context.Background()
+	for _, turns := range []int{32, 200} {
+		f := getFixture(b, turns)
+		nocache, err := Open(f.s.Path(), &Options{LogCacheBytes: -1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer nocache.Close()
+		for _, c := range []struct {
+			name string
+			s    *SQLite
+		}{{"cache", f.s}, {"nocache", nocache}} {
+			b.Run(fmt.Sprintf("steps=%d/%s", f.seq, c.name), func(b *testing.B) {
+				for b.Loop() {
+					rec, err := c.s.LoadLatest(ctx, f.id)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if len(rec.State.Messages) != len(f.log) {
+						b.Fatalf("%d messages, want %d", len(rec.State.Messages), len(f.log))
+					}
+				}
+			})
+		}
+	}
+}
+
 func BenchmarkLoadEarly(b *testing.B) {
 	f := getFixture(b, 10000)
 	ctx := context.Background()

@@ -36,6 +36,13 @@ func Harness() storetest.Harness {
 			}
 			return o
 		},
+		LogCache: func(t *testing.T, s store.Store, budget int64) (store.Store, func() storetest.CacheStats) {
+			o, err := Open(s.(*SQLite).Path(), &Options{LogCacheBytes: budget})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return o, func() storetest.CacheStats { return cacheStats(o.logs.Stats()) }
+		},
 		Corrupt: func(t *testing.T, s store.Store, runID, what string, n int) {
 			at := map[string]int{"step": 5, "segment": 5, "intent": 1}[what]
 			damage(t, s, storetest.Damage{Kind: storetest.DamageKind(what), RunID: runID, Seq: n, At: at})
@@ -172,4 +179,9 @@ func execSQL(t *testing.T, s *SQLite, query string, args ...any) {
 	if _, err := s.w.Exec(query, args...); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// cacheStats is what the suite sees of a log cache's stats.
+func cacheStats(st codec.LogCacheStats) storetest.CacheStats {
+	return storetest.CacheStats{Runs: st.Runs, Bytes: st.Bytes, Budget: st.Budget, Hits: st.Hits, Misses: st.Misses, Evicts: st.Evicted}
 }

@@ -64,6 +64,22 @@
 // sequence check turns a second writer's step into ErrSeq, never into a
 // fork of the history.
 //
+// # Loads
+//
+// A load reads, from one snapshot, the step's row, the segments before its
+// segment and the step rows of its segment before it (at most 63). The
+// store keeps the decoded message logs of the runs it loaded
+// (codec.LogCache, at most Options.LogCacheBytes, 32 MiB by default, least
+// recently loaded runs evicted first), so that loading a run again reads
+// the bodies only of the segments it does not hold (the others' extents
+// and checksums are compared with what it holds, and any difference drops
+// what it holds and reads everything) and only the step rows after those it
+// holds, and decodes only those. The states it returns share the run's log:
+// their messages are read-only (appending copies them). A segment or a row
+// of the open segment whose bytes change on disk under an unchanged
+// checksum after this store read them is not noticed by its loads while it
+// holds them; Steps, Export and other processes read and verify everything.
+//
 // # Schema
 //
 // Migrations are embedded (migrations/*.sql), applied in order at Open, each

@@ -54,7 +54,7 @@ func (s *SQLite) loadStep(ctx context.Context, runID string, seq int) (store.Ste
 	if err := row.OpenVerified(runID, rk); err != nil {
 		return store.StepRecord{}, err
 	}
-	log, err := loadLog(ctx, tx, runID, rk, &row)
+	log, err := loadLog(ctx, tx, s.logs, runID, rk, &row)
 	if err != nil {
 		return store.StepRecord{}, err
 	}
@@ -114,7 +114,7 @@ func (s *SQLite) StepsFrom(ctx context.Context, runID string, from int, fn func(
 		if err := row.OpenVerified(runID, rk); err != nil {
 			return err
 		}
-		if log, err = loadLog(ctx, tx, runID, rk, &row); err != nil {
+		if log, err = loadLog(ctx, tx, s.logs, runID, rk, &row); err != nil {
 			return err
 		}
 	}

@@ -2,10 +2,10 @@ package sqlite
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/stepwise-agent/stepwise/core"
-	"github.com/stepwise-agent/stepwise/store"
 	"github.com/stepwise-agent/stepwise/store/internal/codec"
 )
 
@@ -60,7 +60,7 @@ func readRows(ctx context.Context, q querier, runID string, rk int64, from, to i
 		return nil, err
 	}
 	defer rows.Close()
-	var out []codec.Row
+	out := make([]codec.Row, 0, to-from)
 	for rows.Next() {
 		var r codec.Row
 		if err := scanStep(rows, &r); err != nil {
@@ -75,57 +75,37 @@ func readRows(ctx context.Context, q querier, runID string, rk int64, from, to i
 }
 
 // loadLog assembles the messages of the state at the opened step row: the
-// segments before its segment, then the step rows of its segment up to it.
-func loadLog(ctx context.Context, q querier, runID string, rk int64, row *codec.Row) ([]core.Message, error) {
-	log := make([]core.Message, 0, row.MsgCount)
-	fail := func(format string, args ...any) error {
-		return fmt.Errorf("%w: run %s step %d: %s", store.ErrCorrupt, runID, row.Seq, fmt.Sprintf(format, args...))
+// segments before its segment, then the step rows of its segment up to it,
+// reading only what the store's cache (codec.LogCache) does not hold.
+func loadLog(ctx context.Context, q querier, cache *codec.LogCache, runID string, rk int64, row *codec.Row) ([]core.Message, error) {
+	log, err := loadPlanned(ctx, q, cache, runID, rk, row, cache.Plan(rk, row.Seq))
+	if errors.Is(err, codec.ErrStale) {
+		log, err = loadPlanned(ctx, q, cache, runID, rk, row, codec.FullPlan(row.Seq))
 	}
-	// Segments cover the steps before b; the rest come from step rows.
-	b := codec.SegmentStart(row.Seq + 1)
-	if b > 0 {
-		segs, err := readSegments(ctx, q, rk, b)
-		if err != nil {
+	return log, err
+}
+
+// loadPlanned reads what p says and assembles the log.
+func loadPlanned(ctx context.Context, q querier, cache *codec.LogCache, runID string, rk int64, row *codec.Row, p codec.LogPlan) ([]core.Message, error) {
+	var segs []codec.Segment
+	if b := codec.SegmentStart(row.Seq + 1); b > 0 {
+		var err error
+		if segs, err = readSegments(ctx, q, rk, p.BodiesFrom, b); err != nil {
 			return nil, fmt.Errorf("run %s step %d: %w", runID, row.Seq, err)
 		}
-		if err := codec.CheckSegments(runID, rk, row.Seq, row.MsgCount, segs); err != nil {
-			return nil, err
-		}
-		if log, err = codec.DecodeSegments(log, segs); err != nil {
-			return nil, fmt.Errorf("run %s step %d: %w", runID, row.Seq, err)
-		}
 	}
-	if row.Seq < b {
-		if len(log) != row.MsgCount {
-			return nil, fail("holds %d messages, the segments %d", row.MsgCount, len(log))
-		}
-		return log, nil
-	}
-	rows, err := readRows(ctx, q, runID, rk, b, row.Seq)
+	rows, err := readRows(ctx, q, runID, rk, p.RowsFrom, row.Seq)
 	if err != nil {
 		return nil, err
 	}
-	want := b
-	for i := range rows {
-		r := &rows[i]
-		if r.Seq != want {
-			return nil, fail("step %d is missing", want)
-		}
-		want++
-		if log, err = r.AppendTo(runID, log, nil); err != nil {
-			return nil, err
-		}
-	}
-	if want != row.Seq {
-		return nil, fail("step %d is missing", want)
-	}
-	return row.AppendTo(runID, log, nil)
+	return cache.Load(runID, rk, p, row, segs, rows)
 }
 
-// readSegments reads the segments of run rk that start before step b.
-func readSegments(ctx context.Context, q querier, rk int64, b int) ([]codec.Segment, error) {
-	rows, err := q.QueryContext(ctx, `SELECT seq_from, seq_to, first, n, body, sum FROM segments WHERE id >= ? AND id < ? ORDER BY id`,
-		rowKey(rk, 0), rowKey(rk, b))
+// readSegments reads the segments of run rk that start before step b, the
+// bodies of those from step bodies on (the others' Body is nil).
+func readSegments(ctx context.Context, q querier, rk int64, bodies, b int) ([]codec.Segment, error) {
+	rows, err := q.QueryContext(ctx, `SELECT seq_from, seq_to, first, n, CASE WHEN id >= ?1 THEN body END, sum FROM segments
+		WHERE id >= ?2 AND id < ?3 ORDER BY id`, rowKey(rk, bodies), rowKey(rk, 0), rowKey(rk, b))
 	if err != nil {
 		return nil, err
 	}

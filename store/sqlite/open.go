@@ -49,6 +49,13 @@ type Options struct {
 	// MustExist refuses to create the database: a file that does not
 	// exist is store.ErrNotFound (for commands that only read).
 	MustExist bool
+	// LogCacheBytes bounds the memory that holds the decoded message logs
+	// of the runs this store loaded (store/internal/codec's LogCache), so
+	// that loading a run again decodes only what was appended since; a
+	// run counts its messages' bytes plus 128 bytes a message, and the
+	// least recently loaded runs are evicted first. 0: 32 MiB; negative:
+	// no cache, every load decodes the whole log.
+	LogCacheBytes int64
 }
 
 // SQLite is the SQLite store. It is safe for concurrent use by many
@@ -75,6 +82,8 @@ type SQLite struct {
 	// segments) and of the tool lists it holds.
 	cache codec.RunCache
 	tools codec.ToolLists
+	// logs holds decoded message logs, for loads.
+	logs *codec.LogCache
 	// watch judges leases lapsed on this store's clock (lease_watch.go).
 	watch leaseWatch
 }
@@ -130,7 +139,7 @@ func Open(path string, opts *Options) (*SQLite, error) {
 	} else if fi.IsDir() {
 		return nil, fmt.Errorf("open store: %s is a directory, not a database file", abs)
 	}
-	s := &SQLite{path: abs, now: o.Now, critical: o.Sync == SyncCritical}
+	s := &SQLite{path: abs, now: o.Now, critical: o.Sync == SyncCritical, logs: codec.NewLogCache(o.LogCacheBytes)}
 	connSync := o.Sync
 	if s.critical {
 		connSync = SyncNormal // raised to FULL around the commits that must survive a power loss (batch.go)

@@ -10,9 +10,9 @@
 //	}
 //
 // Open, Reopen, Corrupt and Size are required. The optional hooks
-// (Harness.Damage, Dump, Segments, Remembers, Idle) reach into the
-// backend's storage for the cases that damage records in place, compare
-// raw rows or check which write path a case took; a case whose hook is nil
+// (Harness.Damage, Dump, Segments, Remembers, Idle, LogCache) reach into
+// the backend's storage for the cases that damage records in place,
+// compare raw rows, check which write path a case took or size a cache; a case whose hook is nil
 // skips, naming it, and an assertion whose hook is nil is left out, so a
 // new backend can start with the four required functions and add hooks
 // as it goes. store/sqlite/conformance_test.go and
@@ -34,7 +34,10 @@
 // their numbers under racing posts, their delivery by a checkpoint, a
 // completed run woken by a message, a corrupt message) and its turns, the
 // tool cache and its expiry, and that what a step writes does not grow
-// with the run or with the agent's tool list. The runs it writes are
+// with the run or with the agent's tool list, and that loads served by a
+// cache of decoded logs return the same bytes as without one, are not
+// changed by a caller appending to a state, stay within the cache's budget
+// and hold under a concurrent writer. The runs it writes are
 // synthetic but valid: each state and action is one core could have
 // produced (the inbox cases drive core itself).
 //

@@ -54,6 +54,13 @@ type Harness struct {
 	// transaction left open on its write connection); the suite checks it
 	// after writes that fail.
 	Idle func(t *testing.T, s store.Store) bool
+	// LogCache, optional, opens another store on the database s is on
+	// whose cache of decoded message logs (if the backend keeps one)
+	// holds at most budget bytes: the backend's default when 0, none
+	// when negative. It returns the store and a function reporting what
+	// its cache holds. The suite closes the store. The log cache cases
+	// need it.
+	LogCache func(t *testing.T, s store.Store, budget int64) (store.Store, func() CacheStats)
 }
 
 // Run runs the conformance suite against the stores h opens.
@@ -117,6 +124,10 @@ var cases = []struct {
 	{"ToolCache", testToolCache},
 	{"Idempotency", testIdempotency},
 	{"ToolCacheCorrupt", testToolCacheCorrupt},
+	{"LogCacheSameBytes", testLogCacheSameBytes},
+	{"LogCacheAppend", testLogCacheAppend},
+	{"LogCacheBudget", testLogCacheBudget},
+	{"LogCacheConcurrent", testLogCacheConcurrent},
 }
 
 // Clock is a clock the suite moves by hand; safe for concurrent use.

@@ -58,6 +58,12 @@ func (r *Row) Record(runID string, log []core.Message, resolve Resolver) (store.
 // that they bring it to the row's count. raw, when non-nil, receives each
 // message's encoding.
 func (r *Row) AppendTo(runID string, log []core.Message, raw *[][]byte) ([]core.Message, error) {
+	return r.appendAfter(runID, log, 0, raw)
+}
+
+// appendAfter is AppendTo for a log that holds the messages from message
+// skip on (those before are elsewhere).
+func (r *Row) appendAfter(runID string, log []core.Message, skip int, raw *[][]byte) ([]core.Message, error) {
 	before := len(log)
 	var ends []int
 	var endsp *[]int
@@ -68,8 +74,8 @@ func (r *Row) AppendTo(runID string, log []core.Message, raw *[][]byte) ([]core.
 	if err != nil {
 		return log, fmt.Errorf("run %s step %d: its messages: %w: %w", runID, r.Seq, store.ErrCorrupt, err)
 	}
-	if len(log) != r.MsgCount {
-		return log, fmt.Errorf("%w: run %s step %d: holds %d messages, but %d before and %d appended", store.ErrCorrupt, runID, r.Seq, r.MsgCount, before, len(log)-before)
+	if skip+len(log) != r.MsgCount {
+		return log, fmt.Errorf("%w: run %s step %d: holds %d messages, but %d before and %d appended", store.ErrCorrupt, runID, r.Seq, r.MsgCount, skip+before, len(log)-before)
 	}
 	start := 0
 	for _, end := range ends {

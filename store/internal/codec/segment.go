@@ -118,7 +118,12 @@ func (sg *Segment) messages() ([]byte, error) {
 // seq holding msgCount messages, and that they follow each other from
 // message 0.
 func CheckSegments(runID string, rk int64, seq, msgCount int, segs []Segment) error {
-	count := 0
+	return checkSegmentsAfter(runID, rk, seq, msgCount, 0, segs)
+}
+
+// checkSegmentsAfter is CheckSegments for segments that follow others
+// holding count messages.
+func checkSegmentsAfter(runID string, rk int64, seq, msgCount, count int, segs []Segment) error {
 	for _, sg := range segs {
 		if SegmentSum(rk, sg.From, sg.To, sg.First, sg.N, sg.Body) != sg.Sum {
 			return fmt.Errorf("%w: run %s step %d: the segment of steps %d-%d (messages %d-%d) fails its checksum",
@@ -145,36 +150,53 @@ func DecodeSegments(log []core.Message, segs []Segment) ([]core.Message, error) 
 	if len(segs) == 0 {
 		return log, nil
 	}
-	base, total, size := len(log), 0, 0
+	base, total := len(log), 0
 	for _, sg := range segs {
 		total += sg.N
-		size += len(sg.Body)
 	}
 	log = slices.Grow(log, total)[:base+total]
-	errs := make([]error, len(segs))
-	decode := func(i int) {
-		sg := segs[i]
-		at := base + sg.First - segs[0].First
+	all := make([]int, len(segs))
+	for i := range all {
+		all[i] = i
+	}
+	if err := decodeInto(log, segs, all, func(sg *Segment) int { return base + sg.First - segs[0].First }); err != nil {
+		return log[:base], err
+	}
+	return log, nil
+}
+
+// decodeInto decodes the segments segs[i], i in which, each into its slots
+// of log (from at(sg)). Past parallelDecodeBytes the segments are shared
+// out among GOMAXPROCS goroutines.
+func decodeInto(log []core.Message, segs []Segment, which []int, at func(*Segment) int) error {
+	size := 0
+	for _, i := range which {
+		size += len(segs[i].Body)
+	}
+	errs := make([]error, len(which))
+	decode := func(k int) {
+		sg := &segs[which[k]]
+		a := at(sg)
 		msgs, err := sg.messages()
 		if err == nil {
-			_, err = DecodeMessages(msgs, sg.N, false, log[at:at:at+sg.N], nil)
+			_, err = DecodeMessages(msgs, sg.N, false, log[a:a:a+sg.N], nil)
 		}
 		if err != nil {
-			errs[i] = fmt.Errorf("the segment of steps %d-%d: %w: %w", sg.From, sg.To, store.ErrCorrupt, err)
+			errs[k] = fmt.Errorf("the segment of steps %d-%d: %w: %w", sg.From, sg.To, store.ErrCorrupt, err)
 		}
 	}
-	workers := min(runtime.GOMAXPROCS(0), len(segs))
+	workers := min(runtime.GOMAXPROCS(0), len(which))
 	if size < parallelDecodeBytes || workers < 2 {
-		for i := range segs {
-			decode(i)
+		for k := range which {
+			decode(k)
 		}
 	} else {
 		var next atomic.Int64
 		var wg sync.WaitGroup
 		for range workers {
 			wg.Go(func() {
-				for i := int(next.Add(1)) - 1; i < len(segs); i = int(next.Add(1)) - 1 {
-					decode(i)
+				for k := int(next.Add(1)) - 1; k < len(which); k = int(next.Add(1)) - 1 {
+					decode(k)
 				}
 			})
 		}
@@ -182,10 +204,10 @@ func DecodeSegments(log []core.Message, segs []Segment) ([]core.Message, error) 
 	}
 	for _, err := range errs {
 		if err != nil {
-			return log[:base], err
+			return err
 		}
 	}
-	return log, nil
+	return nil
 }
 
 // SegmentFromRows builds the segment that step last (opened) closes from
