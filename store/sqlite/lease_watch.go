@@ -23,6 +23,8 @@ import (
 type leaseWatch struct {
 	mu   sync.Mutex
 	seen map[string]watched
+	// kept is how many entries the last prune kept (pruneLocked).
+	kept int
 }
 
 // watched is a lease as the store last saw it.
@@ -77,9 +79,15 @@ func (w *leaseWatch) forget(runID string) {
 const watchIdle = 10 * time.Minute
 
 // pruneLocked drops the entries no one looked at for watchIdle, once the
-// map has grown (w.mu is held).
+// map has grown to 1024 entries and to twice what the last prune kept
+// (w.mu is held). Each look calls it, and a claim looks at every held
+// runnable run, so pruning at every look past 1024 made a claim cost the
+// held runs times the map: with thousands of runs created at once most of
+// the server's CPU (BenchmarkWaitingRuns, docs/performance.md). Doubling
+// keeps pruning O(1) per entry, and the map at most twice the entries
+// looked at within watchIdle.
 func (w *leaseWatch) pruneLocked(now time.Time) {
-	if len(w.seen) < 1024 {
+	if len(w.seen) < max(1024, 2*w.kept) {
 		return
 	}
 	for id, e := range w.seen {
@@ -87,4 +95,5 @@ func (w *leaseWatch) pruneLocked(now time.Time) {
 			delete(w.seen, id)
 		}
 	}
+	w.kept = len(w.seen)
 }
