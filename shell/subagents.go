@@ -82,7 +82,13 @@ func (r *Runner) runChild(ctx context.Context, ag *Agent, cur *cursor, sub *SubA
 	case err != nil:
 		return core.ToolResult{}, nil, err
 	default:
-		if out, err = r.childOutcome(ctx, sub.Agent, id, info); err != nil {
+		out, err = r.childOutcome(ctx, sub.Agent, id, info)
+		if errors.Is(err, ErrBusy) {
+			// Another driver has the child (a server's worker took it
+			// over after this process stopped): try again later.
+			return core.ToolResult{}, nil, &stallError{reason: fmt.Sprintf("sub-agent %s (run %s) is being driven elsewhere: %v", c.Name, id, err)}
+		}
+		if err != nil {
 			return core.ToolResult{}, nil, fmt.Errorf("sub-agent %s (call %s): %w", c.Name, c.ID, err)
 		}
 	}
