@@ -60,3 +60,26 @@ func TestSubAgentTreeThroughTheCLI(t *testing.T) {
 		t.Fatalf("the child after cancelling the root:\n%s", child.stdout)
 	}
 }
+
+// A handoff between two agent files: the run goes on with billing (an
+// agent change show lists), then, at the user's next message, billing
+// hands back; the run replays following the changes.
+func TestHandoffThroughTheCLI(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "t.db")
+	r := cli(t, db, "", "run", "testdata/agents/frontdesk.toml", "Is invoice 42 paid?", "--json")
+	want(t, r, exitCompleted)
+	o := decodeOutcome(t, r)
+	if o.Answer != "Invoice 42 is paid." {
+		t.Fatalf("after the handoff: %+v", o)
+	}
+	r = cli(t, db, "", "say", o.RunID, "Thanks, back to the front desk please", "--json")
+	want(t, r, exitCompleted)
+	if a := decodeOutcome(t, r).Answer; a != "Back at the front desk: anything else?" {
+		t.Fatalf("after the handback: %q", a)
+	}
+	show := cli(t, db, "", "show", o.RunID)
+	if strings.Count(show.stdout, "agent changed after step") != 2 || !strings.Contains(show.stdout, "now with the billing agent") {
+		t.Fatalf("show lacks the handoffs:\n%s", show.stdout)
+	}
+	want(t, cli(t, db, "", "replay", o.RunID), exitCompleted)
+}
