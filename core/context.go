@@ -321,13 +321,6 @@ func RequestTokens(cfg Config, a RequestModelCall) int {
 	return n
 }
 
-// ContextEstimate is the estimated size, in tokens, of the request st's
-// next primary call would make, by cfg's estimator.
-func ContextEstimate(cfg Config, st State) int {
-	c := measure(cfg, st)
-	return estimate(cfg, st, &c)
-}
-
 // turnStarts are the indices of the tail's model turns: each assistant
 // message starts one.
 func turnStarts(st State, from int) []int {

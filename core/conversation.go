@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -329,7 +330,7 @@ func checkHistory(msgs []Message) error {
 			}
 			openAt = i
 		case RoleTool:
-			j := indexOf(open, m.CallID)
+			j := slices.Index(open, m.CallID)
 			if j < 0 {
 				if seen[m.CallID] {
 					return bad(i, "the tool message answers call %q, which was already answered or is not the last assistant message's", m.CallID)
@@ -354,15 +355,6 @@ func checkHistory(msgs []Message) error {
 func isJSONObject(raw json.RawMessage) bool {
 	var v map[string]json.RawMessage
 	return json.Unmarshal(raw, &v) == nil && v != nil
-}
-
-func indexOf(list []string, s string) int {
-	for i, x := range list {
-		if x == s {
-			return i
-		}
-	}
-	return -1
 }
 
 // cleanMessage makes a history message's text valid UTF-8.

@@ -132,9 +132,8 @@ func (failing) Complete(context.Context, shell.ModelRequest) (core.ModelReply, e
 	return core.ModelReply{}, shell.ErrModelPermanent
 }
 
-// A sub-agent with an output schema hands its parent the value; it is
-// started with no more budget than its parent has left.
-func TestSubAgentHandsItsOutputAndBudget(t *testing.T) {
+// A sub-agent with an output schema hands its parent the value.
+func TestSubAgentHandsItsOutput(t *testing.T) {
 	db := openStore(t)
 	ctx := context.Background()
 	ag := treeAgents(t,
@@ -142,7 +141,6 @@ func TestSubAgentHandsItsOutputAndBudget(t *testing.T) {
 		[]string{`{"text":"{\"score\": 7}"}`})
 	sub := ag.SubAgents["research"]
 	sub.Config.Output = &core.OutputPolicy{Schema: json.RawMessage(`{"type":"object","properties":{"score":{"type":"integer"}},"required":["score"]}`)}
-	ag.Config.Budget = core.Budget{MaxToolCalls: 5}
 	out, err := shell.NewRunner(db, nil).Start(ctx, ag, "go")
 	if err != nil || out.Status != store.StatusCompleted {
 		t.Fatalf("%+v %v", out, err)
@@ -329,5 +327,37 @@ func TestRacingAnswersAcrossATree(t *testing.T) {
 	info, _ := db.Run(ctx, out.RunID)
 	if ok != 1 || info.Status != store.StatusCompleted || calls[2] != 1 {
 		t.Fatalf("%d answers taken (%v), root %s, the child's second model call made %d times", ok, results, info.Status, calls[2])
+	}
+}
+
+// A child is started with no more budget than its root has left: with
+// two tool calls allowed and one spent on the call that started it, a
+// child that asks for two fails its budget, which the parent's model
+// reads; with room left, the same child completes.
+func TestSubAgentBudgetIsWhatTheRootHasLeft(t *testing.T) {
+	for _, limit := range []int{2, 10} {
+		db := openStore(t)
+		ag := treeAgents(t,
+			[]string{`{"tool_calls":[{"id":"c1","name":"research","arguments":{"task":"x"}}]}`, `{"text":"parent done"}`},
+			[]string{`{"tool_calls":[{"id":"n1","name":"note","arguments":{"x":"a"}},{"id":"n2","name":"note","arguments":{"x":"b"}}]}`, `{"text":"child done"}`})
+		sub := ag.SubAgents["research"]
+		sub.Config.Tools = []core.Tool{{Name: "note", Parameters: json.RawMessage(anyArgs)}}
+		sub.Tools["note"] = fnTool{spec: sub.Config.Tools[0], run: func(_ context.Context, c core.ToolCall) core.ToolResult {
+			return core.ToolResult{CallID: c.ID, Output: "noted"}
+		}}
+		ag.Config.Budget = core.Budget{MaxToolCalls: limit}
+		out, err := shell.NewRunner(db, nil).Start(context.Background(), ag, "go")
+		if err != nil || out.Status != store.StatusCompleted {
+			t.Fatalf("limit %d: %+v %v", limit, out, err)
+		}
+		child, _ := db.LoadLatest(context.Background(), shell.ChildID(out.RunID, "c1"))
+		failedBudget := child.State.Failure != nil && child.State.Failure.Code == core.FailBudget
+		if failedBudget != (limit == 2) {
+			t.Fatalf("limit %d: the child ended %s %+v", limit, child.State.Phase, child.State.Failure)
+		}
+		rec, _ := db.LoadLatest(context.Background(), out.RunID)
+		if limit == 10 && rec.State.Counters.ToolCalls != 3 {
+			t.Fatalf("the root counts its call and the child's two: %d", rec.State.Counters.ToolCalls)
+		}
 	}
 }

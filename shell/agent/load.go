@@ -207,7 +207,7 @@ func (s *Spec) convert(name string, data []byte, checkFiles bool) error {
 		}
 		cfg.Tools = append(cfg.Tools, specs...)
 	}
-	agents, err := agentSpecs(f, s.Dir, checkFiles, at)
+	agents, err := agentSpecs(f, s.Resolve, checkFiles, at)
 	if err != nil {
 		return err
 	}

@@ -34,7 +34,7 @@ var taskSchema = json.RawMessage(`{"type":"object","properties":{"task":{"type":
 var handoffSchema = json.RawMessage(`{"type":"object","properties":{"reason":{"type":"string","description":"why the conversation is handed over"}}}`)
 
 // agentSpecs are the tools the [[agents]] tables declare to the core.
-func agentSpecs(f File, dir string, checkFiles bool, at func(path, format string, args ...any) error) ([]core.Tool, error) {
+func agentSpecs(f File, resolve func(string) string, checkFiles bool, at func(path, format string, args ...any) error) ([]core.Tool, error) {
 	var out []core.Tool
 	for i, a := range f.Agents {
 		path := fmt.Sprintf("agents.%d", i)
@@ -47,7 +47,7 @@ func agentSpecs(f File, dir string, checkFiles bool, at func(path, format string
 			return nil, at(path, "agents[%d] needs a name and a file", i)
 		}
 		if checkFiles {
-			if _, err := os.Stat(resolve(dir, a.File)); err != nil {
+			if _, err := os.Stat(resolve(a.File)); err != nil {
 				return nil, at(path+".file", "agents[%d]: %v", i, err)
 			}
 		}
@@ -77,13 +77,6 @@ func agentSpecs(f File, dir string, checkFiles bool, at func(path, format string
 		out = append(out, core.Tool{Name: a.Name, Description: desc, Parameters: params, Mode: core.ModeInternal, Idempotent: true})
 	}
 	return out, nil
-}
-
-func resolve(dir, path string) string {
-	if path == "" || len(path) > 0 && path[0] == '/' {
-		return path
-	}
-	return dir + string(os.PathSeparator) + path
 }
 
 // subAgents builds the agents the [[agents]] tables name, each from its
