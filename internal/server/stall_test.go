@@ -26,10 +26,7 @@ func TestStalledRunShowsAttemptsReasonAndRetry(t *testing.T) {
 	r.json(t, &run)
 	ctx := context.Background()
 	st := f.srv.cfg.Store
-	l, err := st.Acquire(ctx, run.ID, store.LeaseRequest{Owner: "test/1/x", TTL: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := acquireReleased(t, st, run.ID, store.LeaseRequest{Owner: "test/1/x", TTL: time.Minute})
 	retry := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
 	if err := st.SetStatus(ctx, l, store.StatusChange{Status: store.StatusStalled, Reason: "the store is unavailable: checkpoint step 3 failed for 30s",
 		RetryAt: retry, StallAttempts: 3}); err != nil {
