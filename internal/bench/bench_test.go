@@ -127,3 +127,26 @@ func BenchmarkTurnNoStore(b *testing.B) {
 		b.Fatal(out, err)
 	}
 }
+
+// BenchmarkHarnessWorkload reports the store's bytes per step under a
+// benchmark harness's workload: 165 runs of 10 steps of one agent with a
+// 10 KB policy prompt and 16 tools (issue 29: at most 1,000).
+func BenchmarkHarnessWorkload(b *testing.B) {
+	for _, name := range []string{"sqlite", "postgres"} {
+		b.Run(name, func(b *testing.B) {
+			opts := HarnessOptions{Dir: b.TempDir()}
+			if name == "postgres" {
+				opts.DB = pgtest.URL(b)
+			}
+			var rep HarnessReport
+			for range b.N {
+				var err error
+				if rep, err = Harness(opts); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(rep.PerStep, "B/step")
+			b.ReportMetric(float64(rep.Steps), "steps")
+		})
+	}
+}

@@ -18,6 +18,7 @@ import (
 // the last step and recording the change at it.
 func (s *Postgres) ChangeAgent(ctx context.Context, l store.Lease, config []byte) error {
 	config = nonNil(config)
+	blobs := &blobWrites{s: s}
 	err := s.inTx(ctx, "", pgx.TxOptions{}, func(b *pgx.Batch) {
 		b.Queue(`SELECT r.rk, r.status, r.lease_owner, r.lease_token, true FROM runs r WHERE r.id = $1 FOR UPDATE`, l.RunID)
 		b.Queue(`SELECT max(s.seq) FROM steps s JOIN runs r ON r.rk = s.rk WHERE r.id = $1`, l.RunID)
@@ -40,13 +41,19 @@ func (s *Postgres) ChangeAgent(ctx context.Context, l store.Lease, config []byte
 			return err
 		}
 		now := s.now().UnixNano()
-		_, err = tx.Exec(ctx, `INSERT INTO agent_changes (rk, seq, created_ns, config, sum) VALUES ($1, $2, $3, $4, $5)`,
-			rk, *last, now, config, codec.AgentChangeSum(rk, int(*last), now, config))
+		blobs.digests = nil // a retried transaction starts over
+		inline, ref, err := blobs.config(ctx, tx, config)
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO agent_changes (rk, seq, created_ns, config, sum, config_ref) VALUES ($1, $2, $3, $4, $5, $6)`,
+			rk, *last, now, inline, codec.AgentChangeSum(rk, int(*last), now, config), ref)
 		return err
 	})
 	if err != nil {
 		return fmt.Errorf("run %s: change agent: %w", l.RunID, err)
 	}
+	blobs.committed()
 	return nil
 }
 
@@ -54,7 +61,7 @@ func (s *Postgres) ChangeAgent(ctx context.Context, l store.Lease, config []byte
 func (s *Postgres) AgentChanges(ctx context.Context, runID string) ([]store.AgentChange, error) {
 	b := &pgx.Batch{}
 	b.Queue(`SELECT rk FROM runs WHERE id = $1`, runID)
-	b.Queue(`SELECT a.seq, a.created_ns, a.config, a.sum FROM agent_changes a JOIN runs r ON r.rk = a.rk WHERE r.id = $1 ORDER BY a.ord`, runID)
+	b.Queue(`SELECT a.seq, a.created_ns, `+storedConfig("a")+`, a.sum FROM agent_changes a JOIN runs r ON r.rk = a.rk WHERE r.id = $1 ORDER BY a.ord`, runID)
 	br := s.pool.SendBatch(ctx, b)
 	defer br.Close()
 	var rk int64

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/jackc/pgx/v5"
 	"testing"
 	"time"
 
@@ -67,7 +68,7 @@ func Harness() storetest.Harness {
 			s := st.(*Postgres)
 			var b bytes.Buffer
 			for _, table := range []string{"runs ORDER BY rk", "steps ORDER BY rk, seq", "segments ORDER BY rk, seq_from", "intents ORDER BY ord",
-				"agent_changes ORDER BY ord", "tool_lists ORDER BY digest", "tool_cache ORDER BY key", "inbox ORDER BY rk, n"} {
+				"agent_changes ORDER BY ord", "tool_lists ORDER BY digest", "tool_cache ORDER BY key", "inbox ORDER BY rk, n", "blobs ORDER BY digest"} {
 				rows, err := s.pool.Query(context.Background(), `SELECT * FROM `+table)
 				if err != nil {
 					t.Fatal(err)
@@ -132,6 +133,20 @@ func damage(t *testing.T, st store.Store, d storetest.Damage) {
 		flip(t, s, "tool_lists", "body", "true", d.At)
 	case storetest.DamageToolListsGone:
 		exec(t, s, `DELETE FROM tool_lists`)
+	case storetest.DamageBlobs:
+		rows, err := s.pool.Query(ctx, `SELECT digest FROM blobs`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		digests, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, dg := range digests {
+			flip(t, s, "blobs", "body", fmt.Sprintf(`digest = decode('%x', 'hex')`, dg), d.At)
+		}
+	case storetest.DamageBlobsGone:
+		exec(t, s, `DELETE FROM blobs`)
 	case storetest.DamageToolCache:
 		flip(t, s, "tool_cache", "result", fmt.Sprintf("key = '%s'", d.Key), d.At)
 	case storetest.DamageInbox:

@@ -19,12 +19,12 @@ import (
 // far is incomplete.
 func (s *Postgres) Export(ctx context.Context, runID string, w io.Writer) error {
 	return s.inTx(ctx, "export run "+runID, readSnapshot, func(b *pgx.Batch) {
-		b.Queue(`SELECT r.rk, r.id, r.agent, r.config_hash, r.config, r.input, r.status, r.created_ns,
+		b.Queue(`SELECT r.rk, r.id, r.agent, r.config_hash, `+startConfig+`, r.input, r.status, r.created_ns,
 			greatest(r.updated_ns, s.created_ns), r.answer, r.fail_code, r.reason, r.parent_id, r.parent_step, r.retry_ns, s.seq
 			FROM runs r`+lastStepJoin+` WHERE r.id = $1`, runID)
 		b.Queue(`SELECT i.seq, i.call_id, i.tool, i.args, i.started_ns, i.result, i.completed_ns, i.sum
 			FROM intents i JOIN runs r ON r.rk = i.rk WHERE r.id = $1 ORDER BY i.seq, i.ord`, runID)
-		b.Queue(`SELECT a.seq, a.created_ns, a.config, a.sum FROM agent_changes a JOIN runs r ON r.rk = a.rk
+		b.Queue(`SELECT a.seq, a.created_ns, `+storedConfig("a")+`, a.sum FROM agent_changes a JOIN runs r ON r.rk = a.rk
 			WHERE r.id = $1 ORDER BY a.ord`, runID)
 	}, func(br pgx.BatchResults, tx pgx.Tx) error {
 		var rk, parentStep, lastSeq int64
@@ -113,8 +113,9 @@ func (s *Postgres) ImportAs(ctx context.Context, r io.Reader, id string) (string
 		return "", err
 	}
 	id = p.Run.ID
+	blobs := &blobWrites{s: s}
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		rk, _, err := insertRun(ctx, tx, p.Run)
+		rk, _, err := insertRun(ctx, tx, p.Run, blobs)
 		if err != nil {
 			return err
 		}
@@ -123,8 +124,12 @@ func (s *Postgres) ImportAs(ctx context.Context, r io.Reader, id string) (string
 			b.Queue(`INSERT INTO tool_lists (digest, body) VALUES ($1, $2) ON CONFLICT (digest) DO NOTHING`, []byte(d), body)
 		}
 		for _, c := range p.Changes {
-			b.Queue(`INSERT INTO agent_changes (rk, seq, created_ns, config, sum) VALUES ($1, $2, $3, $4, $5)`,
-				rk, int64(c.Seq), c.Created, nonNil(c.Config), codec.AgentChangeSum(rk, c.Seq, c.Created, c.Config))
+			inline, ref, fresh := s.blobs.SplitConfig(c.Config)
+			if fresh != nil {
+				blobs.queue(b, ref, fresh)
+			}
+			b.Queue(`INSERT INTO agent_changes (rk, seq, created_ns, config, sum, config_ref) VALUES ($1, $2, $3, $4, $5, $6)`,
+				rk, int64(c.Seq), c.Created, nonNil(inline), codec.AgentChangeSum(rk, c.Seq, c.Created, c.Config), ref)
 		}
 		for i := range p.Rows {
 			row := &p.Rows[i]
@@ -153,5 +158,6 @@ func (s *Postgres) ImportAs(ctx context.Context, r io.Reader, id string) (string
 	if err != nil {
 		return "", fmt.Errorf("import run %s: %w", id, err)
 	}
+	blobs.committed()
 	return id, nil
 }

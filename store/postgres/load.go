@@ -54,7 +54,7 @@ func (s *Postgres) loadStep(ctx context.Context, runID string, seq int) (store.S
 	if err := row.OpenVerified(runID, *rk); err != nil {
 		return store.StepRecord{}, err
 	}
-	log, err := loadLog(ctx, s.pool, s.logs, runID, *rk, &row)
+	log, err := loadLog(ctx, s.pool, s.logs, runID, *rk, &row, s.blobLoader(ctx, s.pool))
 	if err != nil {
 		return store.StepRecord{}, err
 	}
@@ -115,7 +115,7 @@ func (s *Postgres) StepsFrom(ctx context.Context, runID string, from int, fn fun
 			if err := row.OpenVerified(runID, rk); err != nil {
 				return err
 			}
-			if log, err = loadLog(ctx, tx, s.logs, runID, rk, &row); err != nil {
+			if log, err = loadLog(ctx, tx, s.logs, runID, rk, &row, s.blobLoader(ctx, tx)); err != nil {
 				return err
 			}
 		}

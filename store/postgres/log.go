@@ -19,16 +19,16 @@ import (
 // both read through q in one round trip, reading only what the store's
 // cache (codec.LogCache) does not hold (a second round trip when the cache
 // turns out stale).
-func loadLog(ctx context.Context, q querier, cache *codec.LogCache, runID string, rk int64, row *codec.Row) ([]core.Message, error) {
-	log, err := loadPlanned(ctx, q, cache, runID, rk, row, cache.Plan(rk, row.Seq))
+func loadLog(ctx context.Context, q querier, cache *codec.LogCache, runID string, rk int64, row *codec.Row, load codec.Load) ([]core.Message, error) {
+	log, err := loadPlanned(ctx, q, cache, runID, rk, row, cache.Plan(rk, row.Seq), load)
 	if errors.Is(err, codec.ErrStale) {
-		log, err = loadPlanned(ctx, q, cache, runID, rk, row, codec.FullPlan(row.Seq))
+		log, err = loadPlanned(ctx, q, cache, runID, rk, row, codec.FullPlan(row.Seq), load)
 	}
 	return log, err
 }
 
 // loadPlanned reads what p says, in one round trip, and assembles the log.
-func loadPlanned(ctx context.Context, q querier, cache *codec.LogCache, runID string, rk int64, row *codec.Row, p codec.LogPlan) ([]core.Message, error) {
+func loadPlanned(ctx context.Context, q querier, cache *codec.LogCache, runID string, rk int64, row *codec.Row, p codec.LogPlan, load codec.Load) ([]core.Message, error) {
 	b := codec.SegmentStart(row.Seq + 1)
 	batch := &pgx.Batch{}
 	if b > 0 {
@@ -73,7 +73,7 @@ func loadPlanned(ctx context.Context, q querier, cache *codec.LogCache, runID st
 			return nil, err
 		}
 	}
-	return cache.Load(runID, rk, p, row, segs, rows)
+	return cache.Load(runID, rk, p, row, segs, rows, load)
 }
 
 // collectSegments scans segment rows and closes rows.
@@ -105,7 +105,7 @@ func (s *Postgres) iterateSteps(ctx context.Context, tx pgx.Tx, runID string, rk
 	if raw {
 		rawMsgs = new([][]byte)
 	}
-	resolve := s.resolver(ctx, tx)
+	resolve, load := s.resolver(ctx, tx), s.blobLoader(ctx, tx)
 	want := from
 	for {
 		rows, err := tx.Query(ctx, `SELECT `+stepColumns+` FROM steps s WHERE s.rk = $1 AND s.seq >= $2 ORDER BY s.seq LIMIT `+fmt.Sprint(stepsPage),
@@ -126,7 +126,7 @@ func (s *Postgres) iterateSteps(ctx context.Context, tx pgx.Tx, runID string, rk
 			if err := row.OpenVerified(runID, rk); err != nil {
 				return err
 			}
-			if log, err = row.AppendTo(runID, log, rawMsgs); err != nil {
+			if log, err = row.AppendTo(runID, log, rawMsgs, load); err != nil {
 				return err
 			}
 			rec, err := row.Record(runID, log, resolve)

@@ -27,7 +27,7 @@ func TestMigrateConcurrentOpeners(t *testing.T) {
 	t.Parallel()
 	s := openTest(t) // creates the schema; the others open it too
 	exec(t, s, `DROP TABLE schema_migrations, runs, steps, segments, intents, agent_changes, tool_lists,
-		mem_entities, mem_observations, mem_relations, mem_totals, tool_cache, idempotency, inbox CASCADE`)
+		mem_entities, mem_observations, mem_relations, mem_totals, tool_cache, idempotency, inbox, blobs CASCADE`)
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {

@@ -61,6 +61,8 @@ type Postgres struct {
 	// segments) and of the tool lists it holds.
 	cache codec.RunCache
 	tools codec.ToolLists
+	// blobs: the bodies stored once (configs, first messages; blobs.go).
+	blobs codec.Blobs
 	// logs holds decoded message logs, for loads.
 	logs *codec.LogCache
 }

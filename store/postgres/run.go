@@ -26,7 +26,7 @@ func (s *Postgres) CreateRun(ctx context.Context, r store.NewRun) (store.Lease, 
 	}
 	clock := s.now()
 	now := clock.UnixNano()
-	step, err := codec.Initial(r.Initial, now)
+	step, err := codec.Initial(r.Initial, now, &s.blobs)
 	if err != nil {
 		return store.Lease{}, fmt.Errorf("create run %s: %w", r.ID, err)
 	}
@@ -35,6 +35,7 @@ func (s *Postgres) CreateRun(ctx context.Context, r store.NewRun) (store.Lease, 
 		lease = store.Lease{RunID: r.ID, Owner: r.Owner, Token: 1, Expires: clock.Add(r.LeaseTTL).UTC()}
 	}
 	var rk int64
+	blobs := &blobWrites{s: s}
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if r.ParentID != "" {
 			// Steps are never removed: the parent's step, once seen,
@@ -58,11 +59,16 @@ func (s *Postgres) CreateRun(ctx context.Context, r store.NewRun) (store.Lease, 
 		}
 		var err error
 		var expires int64
-		if rk, expires, err = insertRun(ctx, tx, rec); err != nil {
+		if rk, expires, err = insertRun(ctx, tx, rec, blobs); err != nil {
 			return err
 		}
 		if lease.Owner != "" {
 			lease.Expires = fromNs(expires)
+		}
+		if step.NewBlob != nil {
+			if err := blobs.put(ctx, tx, step.Blob, step.NewBlob); err != nil {
+				return err
+			}
 		}
 		_, err = tx.Exec(ctx, insertStepSQL, stepArgs(&step, rk)...)
 		return err
@@ -70,27 +76,33 @@ func (s *Postgres) CreateRun(ctx context.Context, r store.NewRun) (store.Lease, 
 	if err != nil {
 		return store.Lease{}, fmt.Errorf("create run %s: %w", r.ID, err)
 	}
+	blobs.committed()
 	// This store wrote step 0: its first checkpoint need not read it back.
 	s.cache.SetOpenSegment(rk, (*codec.OpenSegment)(nil).Extend(&step, 0))
 	s.cache.SetTail(r.ID, step.Tail(rk, store.StatusRunning))
 	return lease, nil
 }
 
-// insertRun inserts a run (its steps follow) and returns its key and its
-// lease's expiry. A held lease's expiry is set by the server's clock
+// insertRun inserts a run (its steps follow), its config stored once
+// through blobs when large enough, and returns its key and its lease's
+// expiry. A held lease's expiry is set by the server's clock
 // (serverNowNs): its TTL is what separates r.Lease.Expires from r.Created.
-func insertRun(ctx context.Context, tx pgx.Tx, r codec.RunRow) (rk, expires int64, err error) {
+func insertRun(ctx context.Context, tx pgx.Tx, r codec.RunRow, blobs *blobWrites) (rk, expires int64, err error) {
+	config, ref, err := blobs.config(ctx, tx, r.Config)
+	if err != nil {
+		return 0, 0, err
+	}
 	var ttl int64
 	if r.Lease.Owner != "" {
 		ttl = r.Lease.Expires.UnixNano() - r.Created
 	}
 	err = tx.QueryRow(ctx, `INSERT INTO runs (id, agent, config_hash, config, input, status, created_ns, updated_ns,
-		answer, fail_code, reason, parent_id, parent_step, retry_ns, lease_owner, lease_token, lease_expires_ns, turns)
+		answer, fail_code, reason, parent_id, parent_step, retry_ns, lease_owner, lease_token, lease_expires_ns, turns, config_ref)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,
-			CASE WHEN $15 = '' THEN 0 ELSE `+serverNowNs+` + $17::bigint END, $18) RETURNING rk, lease_expires_ns`,
-		r.ID, r.Agent, r.ConfigHash, nonNil(r.Config), []byte(r.Input), string(r.Status), r.Created, r.Updated,
+			CASE WHEN $15 = '' THEN 0 ELSE `+serverNowNs+` + $17::bigint END, $18, $19) RETURNING rk, lease_expires_ns`,
+		r.ID, r.Agent, r.ConfigHash, config, []byte(r.Input), string(r.Status), r.Created, r.Updated,
 		[]byte(r.Answer), string(r.FailCode), []byte(r.Reason), r.ParentID, int64(r.ParentStep), r.Retry,
-		r.Lease.Owner, r.Lease.Token, ttl, int64(r.Turns)).Scan(&rk, &expires)
+		r.Lease.Owner, r.Lease.Token, ttl, int64(r.Turns), ref).Scan(&rk, &expires)
 	if uniqueViolation(err, "runs_id_key") {
 		return 0, 0, fmt.Errorf("run %s: %w", r.ID, store.ErrExists)
 	}
@@ -103,20 +115,23 @@ const lastStepJoin = ` JOIN LATERAL (SELECT seq, created_ns FROM steps WHERE rk 
 
 // runSelect reads RunInfo columns; the last step gives LastSeq and, when it
 // is later than the run's own update, Updated.
-const runSelect = `SELECT r.id, r.agent, r.config_hash,
+var runSelect = `SELECT r.id, r.agent, r.config_hash,
 	` + currentConfig + `,
 	r.input, r.status, r.created_ns, greatest(r.updated_ns, s.created_ns),
 	r.answer, r.fail_code, r.reason, r.parent_id, r.parent_step, s.seq,
-	r.retry_ns, r.lease_owner, r.lease_token, r.lease_expires_ns, r.config, r.cancel_reason, r.stall_attempts, r.takeovers, r.turns, r.inbox_n
+	r.retry_ns, r.lease_owner, r.lease_token, r.lease_expires_ns, ` + startConfig + `, r.cancel_reason, r.stall_attempts, r.takeovers, r.turns, r.inbox_n
 	FROM runs r` + lastStepJoin
 
-// currentConfig is the column of RunInfo.Config (RunInfo.StartConfig is
-// r.config).
-const currentConfig = `coalesce((SELECT a.config FROM agent_changes a WHERE a.rk = r.rk ORDER BY a.ord DESC LIMIT 1), r.config)`
+// startConfig is the column of RunInfo.StartConfig, currentConfig that of
+// RunInfo.Config: each stored inline or by digest (storedConfig).
+var (
+	startConfig   = storedConfig("r")
+	currentConfig = `coalesce((SELECT ` + storedConfig("a") + ` FROM agent_changes a WHERE a.rk = r.rk ORDER BY a.ord DESC LIMIT 1), ` + startConfig + `)`
+)
 
 // listSelect is runSelect for a listing that reads no configs
 // (store.Filter.WithConfig false): an empty blob stands for each.
-var listSelect = strings.NewReplacer(currentConfig, `''::bytea`, `r.config, r.cancel_reason`, `''::bytea, r.cancel_reason`).Replace(runSelect)
+var listSelect = strings.NewReplacer(currentConfig, `''::bytea`, startConfig+`, r.cancel_reason`, `''::bytea, r.cancel_reason`).Replace(runSelect)
 
 func scanRun(sc interface{ Scan(...any) error }) (store.RunInfo, error) {
 	var ri store.RunInfo

@@ -76,7 +76,7 @@ func Read(r io.Reader) (*File, error) {
 	f.Records = make([]store.StepRecord, 0, len(p.Rows))
 	for i := range p.Rows {
 		row := &p.Rows[i]
-		if log, err = row.AppendTo(id, log, nil); err != nil {
+		if log, err = row.AppendTo(id, log, nil, nil); err != nil {
 			return nil, err
 		}
 		rec, err := row.Record(id, log, resolve)

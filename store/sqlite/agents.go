@@ -31,10 +31,20 @@ func (s *SQLite) ChangeAgent(ctx context.Context, l store.Lease, config []byte) 
 			return err
 		}
 		now := s.now().UnixNano()
-		_, err = tx.ExecContext(ctx, `INSERT INTO agent_changes (rk, seq, created_ns, config, sum) VALUES (?, ?, ?, ?, ?)`,
-			rk, last, now, config, codec.AgentChangeSum(rk, last, now, config))
-		return err
+		return s.insertChange(ctx, tx, rk, last, now, config)
 	})
+}
+
+// insertChange records an agent change of run rk at step seq, its config
+// stored once when large enough; its checksum covers the config itself.
+func (s *SQLite) insertChange(ctx context.Context, tx *wtx, rk int64, seq int, created int64, config []byte) error {
+	inline, ref, err := s.splitConfig(ctx, tx, config)
+	if err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO agent_changes (rk, seq, created_ns, config, config_ref, sum) VALUES (?, ?, ?, ?, ?, ?)`,
+		rk, seq, created, inline, ref, codec.AgentChangeSum(rk, seq, created, config))
+	return err
 }
 
 // AgentChanges returns the run's agent changes in the order they were made.
@@ -47,7 +57,7 @@ func (s *SQLite) AgentChanges(ctx context.Context, runID string) ([]store.AgentC
 }
 
 func agentChanges(ctx context.Context, q querier, runID string, rk int64) ([]store.AgentChange, error) {
-	rows, err := q.QueryContext(ctx, `SELECT seq, created_ns, config, sum FROM agent_changes WHERE rk = ? ORDER BY ord`, rk)
+	rows, err := q.QueryContext(ctx, `SELECT a.seq, a.created_ns, `+storedConfig("a")+`, a.sum FROM agent_changes a WHERE a.rk = ? ORDER BY a.ord`, rk)
 	if err != nil {
 		return nil, fmt.Errorf("run %s: agent changes: %w", runID, err)
 	}

@@ -63,7 +63,7 @@ func Harness() storetest.Harness {
 			s := st.(*SQLite)
 			var b bytes.Buffer
 			for _, table := range []string{"runs ORDER BY rk", "steps ORDER BY id", "segments ORDER BY id", "intents ORDER BY ord",
-				"agent_changes ORDER BY ord", "tool_lists ORDER BY digest", "tool_cache ORDER BY key", "inbox ORDER BY rk, n"} {
+				"agent_changes ORDER BY ord", "tool_lists ORDER BY digest", "tool_cache ORDER BY key", "inbox ORDER BY rk, n", "blobs ORDER BY digest"} {
 				rows, err := s.r.Query(`SELECT * FROM ` + table)
 				if err != nil {
 					t.Fatal(err)
@@ -135,6 +135,25 @@ func damage(t *testing.T, st store.Store, d storetest.Damage) {
 		flip(t, s, "tool_lists", "body", "true", d.At)
 	case storetest.DamageToolListsGone:
 		execSQL(t, s, `DELETE FROM tool_lists`)
+	case storetest.DamageBlobs:
+		rows, err := s.w.Query(`SELECT digest FROM blobs`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var digests [][]byte
+		for rows.Next() {
+			var d []byte
+			if err := rows.Scan(&d); err != nil {
+				t.Fatal(err)
+			}
+			digests = append(digests, d)
+		}
+		rows.Close()
+		for _, dg := range digests {
+			flip(t, s, "blobs", "body", fmt.Sprintf("digest = x'%x'", dg), d.At)
+		}
+	case storetest.DamageBlobsGone:
+		execSQL(t, s, `DELETE FROM blobs`)
 	case storetest.DamageToolCache:
 		flip(t, s, "tool_cache", "result", fmt.Sprintf("key = '%s'", d.Key), d.At)
 	case storetest.DamageInbox:

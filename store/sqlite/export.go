@@ -24,7 +24,7 @@ func (s *SQLite) Export(ctx context.Context, runID string, w io.Writer) error {
 	var rk int64
 	var r codec.RunRow
 	var status, failCode string
-	err = tx.QueryRowContext(ctx, `SELECT r.rk, r.id, r.agent, r.config_hash, r.config, r.input, r.status, r.created_ns,
+	err = tx.QueryRowContext(ctx, `SELECT r.rk, r.id, r.agent, r.config_hash, `+startConfig+`, r.input, r.status, r.created_ns,
 		max(r.updated_ns, s.created_ns),
 		r.answer, r.fail_code, r.reason, r.parent_id, r.parent_step, r.retry_ns, s.seq FROM runs r JOIN steps s ON s.id = `+lastStepID+`
 		WHERE r.id = ?`, runID).Scan(
@@ -113,7 +113,7 @@ func (s *SQLite) ImportAs(ctx context.Context, r io.Reader, id string) (string, 
 	}
 	id = p.Run.ID
 	err = s.write(ctx, "import run "+id, func(tx *wtx) error {
-		rk, err := insertRun(ctx, tx, p.Run)
+		rk, err := s.insertRun(ctx, tx, p.Run)
 		if err != nil {
 			return err
 		}
@@ -123,8 +123,7 @@ func (s *SQLite) ImportAs(ctx context.Context, r io.Reader, id string) (string, 
 			}
 		}
 		for _, c := range p.Changes {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO agent_changes (rk, seq, created_ns, config, sum) VALUES (?, ?, ?, ?, ?)`,
-				rk, c.Seq, c.Created, c.Config, codec.AgentChangeSum(rk, c.Seq, c.Created, c.Config)); err != nil {
+			if err := s.insertChange(ctx, tx, rk, c.Seq, c.Created, c.Config); err != nil {
 				return fmt.Errorf("agent change: %w", err)
 			}
 		}

@@ -54,7 +54,7 @@ func (s *SQLite) loadStep(ctx context.Context, runID string, seq int) (store.Ste
 	if err := row.OpenVerified(runID, rk); err != nil {
 		return store.StepRecord{}, err
 	}
-	log, err := loadLog(ctx, tx, s.logs, runID, rk, &row)
+	log, err := loadLog(ctx, tx, s.logs, runID, rk, &row, s.blobLoader(ctx, tx))
 	if err != nil {
 		return store.StepRecord{}, err
 	}
@@ -114,7 +114,7 @@ func (s *SQLite) StepsFrom(ctx context.Context, runID string, from int, fn func(
 		if err := row.OpenVerified(runID, rk); err != nil {
 			return err
 		}
-		if log, err = loadLog(ctx, tx, s.logs, runID, rk, &row); err != nil {
+		if log, err = loadLog(ctx, tx, s.logs, runID, rk, &row, s.blobLoader(ctx, tx)); err != nil {
 			return err
 		}
 	}
@@ -157,7 +157,7 @@ func (s *SQLite) iterateFrom(ctx context.Context, tx *sql.Tx, runID string, rk i
 	if raw {
 		rawMsgs = new([][]byte)
 	}
-	resolve := s.resolver(ctx, tx)
+	resolve, load := s.resolver(ctx, tx), s.blobLoader(ctx, tx)
 	want := from
 	for ; rows.Next(); want++ {
 		var row codec.Row
@@ -170,7 +170,7 @@ func (s *SQLite) iterateFrom(ctx context.Context, tx *sql.Tx, runID string, rk i
 		if err := row.OpenVerified(runID, rk); err != nil {
 			return err
 		}
-		if log, err = row.AppendTo(runID, log, rawMsgs); err != nil {
+		if log, err = row.AppendTo(runID, log, rawMsgs, load); err != nil {
 			return err
 		}
 		rec, err := row.Record(runID, log, resolve)

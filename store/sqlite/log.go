@@ -77,16 +77,16 @@ func readRows(ctx context.Context, q querier, runID string, rk int64, from, to i
 // loadLog assembles the messages of the state at the opened step row: the
 // segments before its segment, then the step rows of its segment up to it,
 // reading only what the store's cache (codec.LogCache) does not hold.
-func loadLog(ctx context.Context, q querier, cache *codec.LogCache, runID string, rk int64, row *codec.Row) ([]core.Message, error) {
-	log, err := loadPlanned(ctx, q, cache, runID, rk, row, cache.Plan(rk, row.Seq))
+func loadLog(ctx context.Context, q querier, cache *codec.LogCache, runID string, rk int64, row *codec.Row, load codec.Load) ([]core.Message, error) {
+	log, err := loadPlanned(ctx, q, cache, runID, rk, row, cache.Plan(rk, row.Seq), load)
 	if errors.Is(err, codec.ErrStale) {
-		log, err = loadPlanned(ctx, q, cache, runID, rk, row, codec.FullPlan(row.Seq))
+		log, err = loadPlanned(ctx, q, cache, runID, rk, row, codec.FullPlan(row.Seq), load)
 	}
 	return log, err
 }
 
 // loadPlanned reads what p says and assembles the log.
-func loadPlanned(ctx context.Context, q querier, cache *codec.LogCache, runID string, rk int64, row *codec.Row, p codec.LogPlan) ([]core.Message, error) {
+func loadPlanned(ctx context.Context, q querier, cache *codec.LogCache, runID string, rk int64, row *codec.Row, p codec.LogPlan, load codec.Load) ([]core.Message, error) {
 	var segs []codec.Segment
 	if b := codec.SegmentStart(row.Seq + 1); b > 0 {
 		var err error
@@ -98,7 +98,7 @@ func loadPlanned(ctx context.Context, q querier, cache *codec.LogCache, runID st
 	if err != nil {
 		return nil, err
 	}
-	return cache.Load(runID, rk, p, row, segs, rows)
+	return cache.Load(runID, rk, p, row, segs, rows, load)
 }
 
 // readSegments reads the segments of run rk that start before step b, the

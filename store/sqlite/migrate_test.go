@@ -200,7 +200,7 @@ func TestMigrateInbox(t *testing.T) {
 	if _, err := old.w.Exec(`INSERT INTO runs (rk, id, agent, config_hash, config, input, status, created_ns, updated_ns) VALUES (1, 'r', 'a', '', x'', 'q', 'completed', 1, 1)`); err != nil {
 		t.Fatal(err)
 	}
-	step, err := codec.Initial(synthInitial("r"), 1)
+	step, err := codec.Initial(synthInitial("r"), 1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

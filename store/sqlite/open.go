@@ -82,6 +82,8 @@ type SQLite struct {
 	// segments) and of the tool lists it holds.
 	cache codec.RunCache
 	tools codec.ToolLists
+	// blobs: the bodies stored once (configs, first messages; blobs.go).
+	blobs codec.Blobs
 	// logs holds decoded message logs, for loads.
 	logs *codec.LogCache
 	// watch judges leases lapsed on this store's clock (lease_watch.go).

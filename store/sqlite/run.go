@@ -25,7 +25,7 @@ func (s *SQLite) CreateRun(ctx context.Context, r store.NewRun) (store.Lease, er
 	}
 	clock := s.now()
 	now := clock.UnixNano()
-	step, err := codec.Initial(r.Initial, now)
+	step, err := codec.Initial(r.Initial, now, &s.blobs)
 	if err != nil {
 		return store.Lease{}, fmt.Errorf("create run %s: %w", r.ID, err)
 	}
@@ -54,8 +54,13 @@ func (s *SQLite) CreateRun(ctx context.Context, r store.NewRun) (store.Lease, er
 			Lease: lease, Turns: r.Initial.UserTurns(),
 		}
 		var err error
-		if rk, err = insertRun(ctx, tx, rec); err != nil {
+		if rk, err = s.insertRun(ctx, tx, rec); err != nil {
 			return err
+		}
+		if step.NewBlob != nil {
+			if err := s.putBlob(ctx, tx, step.Blob, step.NewBlob); err != nil {
+				return err
+			}
 		}
 		return tx.insertStep(&step, rk)
 	})
@@ -66,10 +71,15 @@ func (s *SQLite) CreateRun(ctx context.Context, r store.NewRun) (store.Lease, er
 	return lease, nil
 }
 
-// insertRun inserts a run (its steps follow).
-func insertRun(ctx context.Context, tx dbtx, r codec.RunRow) (int64, error) {
-	if r.Config == nil {
-		r.Config = []byte{}
+// insertRun inserts a run (its steps follow), its config stored once
+// when large enough.
+func (s *SQLite) insertRun(ctx context.Context, tx *wtx, r codec.RunRow) (int64, error) {
+	config, ref, err := s.splitConfig(ctx, tx, r.Config)
+	if err != nil {
+		return 0, err
+	}
+	if config == nil {
+		config = []byte{}
 	}
 	var expires, ttl int64
 	if r.Lease.Owner != "" {
@@ -77,10 +87,10 @@ func insertRun(ctx context.Context, tx dbtx, r codec.RunRow) (int64, error) {
 		// what separates them (the heartbeat's watchers need it).
 		expires, ttl = r.Lease.Expires.UnixNano(), r.Lease.Expires.UnixNano()-r.Created
 	}
-	res, err := tx.ExecContext(ctx, `INSERT INTO runs (id, agent, config_hash, config, input, status, created_ns, updated_ns,
+	res, err := tx.ExecContext(ctx, `INSERT INTO runs (id, agent, config_hash, config, config_ref, input, status, created_ns, updated_ns,
 		answer, fail_code, reason, parent_id, parent_step, retry_ns, lease_owner, lease_token, lease_expires_ns, lease_ttl_ns, turns)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		r.ID, r.Agent, r.ConfigHash, r.Config, r.Input, string(r.Status), r.Created, r.Updated,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.ID, r.Agent, r.ConfigHash, config, ref, r.Input, string(r.Status), r.Created, r.Updated,
 		r.Answer, string(r.FailCode), r.Reason, r.ParentID, r.ParentStep, r.Retry, r.Lease.Owner, r.Lease.Token, expires, ttl, r.Turns)
 	if err != nil {
 		var se sqlite3.Error
@@ -97,21 +107,24 @@ func insertRun(ctx context.Context, tx dbtx, r codec.RunRow) (int64, error) {
 // run's own update, Updated. The last step is read by scalar subqueries,
 // not joined: SQLite runs a join on a correlated subquery several times
 // slower (BenchmarkRun), and a server reads a run on most requests.
-const runSelect = `SELECT r.id, r.agent, r.config_hash,
+var runSelect = `SELECT r.id, r.agent, r.config_hash,
 	` + currentConfig + `,
 	r.input, r.status, r.created_ns,
 	max(r.updated_ns, (SELECT created_ns FROM steps WHERE id BETWEEN r.rk << 32 AND (r.rk << 32) + 4294967295 ORDER BY id DESC LIMIT 1)),
 	r.answer, r.fail_code, r.reason, r.parent_id, r.parent_step, ` + lastStepID + ` - (r.rk << 32),
-	r.retry_ns, r.lease_owner, r.lease_token, r.lease_expires_ns, r.config, r.cancel_reason, r.stall_attempts, r.takeovers, r.turns, r.inbox_n
+	r.retry_ns, r.lease_owner, r.lease_token, r.lease_expires_ns, ` + startConfig + `, r.cancel_reason, r.stall_attempts, r.takeovers, r.turns, r.inbox_n
 	FROM runs r`
 
-// currentConfig is the column of RunInfo.Config (RunInfo.StartConfig is
-// r.config).
-const currentConfig = `coalesce((SELECT a.config FROM agent_changes a WHERE a.rk = r.rk ORDER BY a.ord DESC LIMIT 1), r.config)`
+// startConfig is the column of RunInfo.StartConfig, currentConfig that of
+// RunInfo.Config: each stored inline or by digest (storedConfig).
+var (
+	startConfig   = storedConfig("r")
+	currentConfig = `coalesce((SELECT ` + storedConfig("a") + ` FROM agent_changes a WHERE a.rk = r.rk ORDER BY a.ord DESC LIMIT 1), ` + startConfig + `)`
+)
 
 // listSelect is runSelect for a listing that reads no configs
 // (store.Filter.WithConfig false): an empty blob stands for each.
-var listSelect = strings.NewReplacer(currentConfig, `x''`, `r.config, r.cancel_reason`, `x'', r.cancel_reason`).Replace(runSelect)
+var listSelect = strings.NewReplacer(currentConfig, `x''`, startConfig+`, r.cancel_reason`, `x'', r.cancel_reason`).Replace(runSelect)
 
 func scanRun(sc interface{ Scan(...any) error }) (store.RunInfo, error) {
 	var ri store.RunInfo

@@ -35,6 +35,7 @@ func testCorruption(t *testing.T, h Harness) {
 		{"LastStep", corruptLastStep},
 		{"IntentNamed", corruptIntent},
 		{"ToolList", corruptToolList},
+		{"Blobs", corruptBlobs},
 		{"ParallelDecode", corruptParallelDecode},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, h) })

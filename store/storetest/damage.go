@@ -49,6 +49,11 @@ const (
 	DamageToolLists DamageKind = "tool lists"
 	// DamageToolListsGone deletes every stored tool list.
 	DamageToolListsGone DamageKind = "tool lists gone"
+	// DamageBlobs flips a byte of every body stored once (an agent's
+	// config, a run's first message; ADR 0035).
+	DamageBlobs DamageKind = "blobs"
+	// DamageBlobsGone deletes every body stored once.
+	DamageBlobsGone DamageKind = "blobs gone"
 	// DamageToolCache flips a byte of the result of tool cache entry Key.
 	DamageToolCache DamageKind = "tool cache"
 	// DamageInbox flips a byte of the content of message Seq of the

@@ -97,6 +97,7 @@ var cases = []struct {
 	{"Intents", testIntents},
 	{"IntentsReopened", testIntentsReopened},
 	{"AgentChanges", testAgentChanges},
+	{"StoredOnce", testStoredOnce},
 	{"ExportImport", testExportImport},
 	{"ExportImportSteps", testExportImportSteps},
 	{"ImportValidates", testImportValidates},

@@ -180,11 +180,11 @@ func (c *LogCache) Plan(rk int64, seq int) LogPlan {
 // and what p's entry holds; it remembers the result. With an entry that
 // disagrees with them it returns ErrStale. Its errors name the run and
 // step.
-func (c *LogCache) Load(runID string, rk int64, p LogPlan, row *Row, segs []Segment, rows []Row) ([]core.Message, error) {
+func (c *LogCache) Load(runID string, rk int64, p LogPlan, row *Row, segs []Segment, rows []Row, load Load) ([]core.Message, error) {
 	if p.e == nil {
-		return c.loadFull(runID, rk, row, segs, rows)
+		return c.loadFull(runID, rk, row, segs, rows, load)
 	}
-	log, err := c.loadCached(runID, rk, p, row, segs, rows)
+	log, err := c.loadCached(runID, rk, p, row, segs, rows, load)
 	if errors.Is(err, ErrStale) {
 		c.mu.Lock()
 		if el, ok := c.runs[rk]; ok && el.Value.(*runLog) == p.e {
@@ -198,7 +198,7 @@ func (c *LogCache) Load(runID string, rk int64, p LogPlan, row *Row, segs []Segm
 
 // loadFull assembles the log from everything read, as a store without
 // a cache does, and remembers it.
-func (c *LogCache) loadFull(runID string, rk int64, row *Row, segs []Segment, rows []Row) ([]core.Message, error) {
+func (c *LogCache) loadFull(runID string, rk int64, row *Row, segs []Segment, rows []Row, load Load) ([]core.Message, error) {
 	b := SegmentStart(row.Seq + 1)
 	// Room for a few turns more, for later loads to append in place.
 	log := make([]core.Message, 0, row.MsgCount+min(row.MsgCount/4+16, 1024))
@@ -207,7 +207,7 @@ func (c *LogCache) loadFull(runID string, rk int64, row *Row, segs []Segment, ro
 			return nil, err
 		}
 		var err error
-		if log, err = DecodeSegments(log, segs); err != nil {
+		if log, err = DecodeSegments(log, segs, load); err != nil {
 			return nil, fmt.Errorf("run %s step %d: %w", runID, row.Seq, err)
 		}
 	}
@@ -218,7 +218,7 @@ func (c *LogCache) loadFull(runID string, rk int64, row *Row, segs []Segment, ro
 		}
 	} else {
 		var err error
-		if log, e.ends, e.sums, err = appendRows(runID, log, 0, b, row, rows, nil, nil); err != nil {
+		if log, e.ends, e.sums, err = appendRows(runID, log, 0, b, row, rows, nil, nil, load); err != nil {
 			return nil, err
 		}
 	}
@@ -249,7 +249,7 @@ func (c *LogCache) loadFull(runID string, rk int64, row *Row, segs []Segment, ro
 // step from on) and then of row, checking that they follow each other;
 // with the messages counts after each and their rows' checksums appended
 // to ends and sums.
-func appendRows(runID string, log []core.Message, skip, from int, row *Row, rows []Row, ends []int, sums []int64) ([]core.Message, []int, []int64, error) {
+func appendRows(runID string, log []core.Message, skip, from int, row *Row, rows []Row, ends []int, sums []int64, load Load) ([]core.Message, []int, []int64, error) {
 	want := from
 	var err error
 	for i := range rows {
@@ -258,7 +258,7 @@ func appendRows(runID string, log []core.Message, skip, from int, row *Row, rows
 			return nil, nil, nil, fmt.Errorf("%w: run %s step %d: step %d is missing", store.ErrCorrupt, runID, row.Seq, want)
 		}
 		want++
-		if log, err = r.appendAfter(runID, log, skip, nil); err != nil {
+		if log, err = r.appendAfter(runID, log, skip, nil, load); err != nil {
 			return nil, nil, nil, err
 		}
 		ends, sums = append(ends, skip+len(log)), append(sums, r.Sum)
@@ -266,7 +266,7 @@ func appendRows(runID string, log []core.Message, skip, from int, row *Row, rows
 	if want != row.Seq {
 		return nil, nil, nil, fmt.Errorf("%w: run %s step %d: step %d is missing", store.ErrCorrupt, runID, row.Seq, want)
 	}
-	if log, err = row.appendAfter(runID, log, skip, nil); err != nil {
+	if log, err = row.appendAfter(runID, log, skip, nil, load); err != nil {
 		return nil, nil, nil, err
 	}
 	return log, append(ends, skip+len(log)), append(sums, row.Sum), nil
@@ -274,7 +274,7 @@ func appendRows(runID string, log []core.Message, skip, from int, row *Row, rows
 
 // loadCached assembles the log from p's entry, the segments after it and
 // the rows after it, and extends the entry.
-func (c *LogCache) loadCached(runID string, rk int64, p LogPlan, row *Row, segs []Segment, rows []Row) ([]core.Message, error) {
+func (c *LogCache) loadCached(runID string, rk int64, p LogPlan, row *Row, segs []Segment, rows []Row, load Load) ([]core.Message, error) {
 	seq, n := row.Seq, row.MsgCount
 	b := SegmentStart(seq + 1)
 	// The segments the entry holds must be the ones stored.
@@ -332,7 +332,7 @@ func (c *LogCache) loadCached(runID string, rk int64, p LogPlan, row *Row, segs 
 			return nil, ErrStale
 		}
 		if count > held {
-			dec, err := DecodeSegments(make([]core.Message, 0, count-p.base), newSegs)
+			dec, err := DecodeSegments(make([]core.Message, 0, count-p.base), newSegs, load)
 			if err != nil {
 				return nil, fmt.Errorf("run %s step %d: %w", runID, seq, err)
 			}
@@ -341,7 +341,7 @@ func (c *LogCache) loadCached(runID string, rk int64, p LogPlan, row *Row, segs 
 	}
 	if seq >= b {
 		var err error
-		if add, ends, sums, err = appendRows(runID, add, held, p.RowsFrom, row, rows, ends, sums); err != nil {
+		if add, ends, sums, err = appendRows(runID, add, held, p.RowsFrom, row, rows, ends, sums, load); err != nil {
 			return nil, err
 		}
 	} else if held+len(add) != n {

@@ -24,7 +24,7 @@ func newMemRun(t *testing.T, steps int) *memRun {
 	t.Helper()
 	st := storetest.BaseState("q", []core.Message{{Role: core.RoleSystem, Content: "be brief"}, {Role: core.RoleUser, Content: "q"}})
 	r := &memRun{rk: 7, states: []core.State{st}}
-	row, err := codec.Initial(st, 1)
+	row, err := codec.Initial(st, 1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func (r *memRun) loadRow(c *codec.LogCache, p codec.LogPlan, row codec.Row) ([]c
 	if p.RowsFrom < p.Seq {
 		rows = r.rows[p.RowsFrom:p.Seq]
 	}
-	return c.Load("r", r.rk, p, &row, segs, rows)
+	return c.Load("r", r.rk, p, &row, segs, rows, nil)
 }
 
 func (r *memRun) check(t *testing.T, c *codec.LogCache, seq int) {

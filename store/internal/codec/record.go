@@ -55,22 +55,29 @@ func (r *Row) Record(runID string, log []core.Message, resolve Resolver) (store.
 }
 
 // AppendTo decodes the messages the opened row appended onto log, checking
-// that they bring it to the row's count. raw, when non-nil, receives each
-// message's encoding.
-func (r *Row) AppendTo(runID string, log []core.Message, raw *[][]byte) ([]core.Message, error) {
-	return r.appendAfter(runID, log, 0, raw)
+// that they bring it to the row's count; a first message stored once is
+// read through load. raw, when non-nil, receives each message's encoding.
+func (r *Row) AppendTo(runID string, log []core.Message, raw *[][]byte, load Load) ([]core.Message, error) {
+	return r.appendAfter(runID, log, 0, raw, load)
 }
 
 // appendAfter is AppendTo for a log that holds the messages from message
 // skip on (those before are elsewhere).
-func (r *Row) appendAfter(runID string, log []core.Message, skip int, raw *[][]byte) ([]core.Message, error) {
+func (r *Row) appendAfter(runID string, log []core.Message, skip int, raw *[][]byte, load Load) ([]core.Message, error) {
 	before := len(log)
 	var ends []int
 	var endsp *[]int
 	if raw != nil {
 		endsp = &ends
 	}
-	log, err := DecodeMessages(r.Msgs, -1, false, log, endsp)
+	msgs := r.Msgs
+	if skip+before == 0 {
+		var err error
+		if msgs, err = inline(msgs, load); err != nil {
+			return log, fmt.Errorf("run %s step %d: %w", runID, r.Seq, err)
+		}
+	}
+	log, err := DecodeMessages(msgs, -1, false, log, endsp)
 	if err != nil {
 		return log, fmt.Errorf("run %s step %d: its messages: %w: %w", runID, r.Seq, store.ErrCorrupt, err)
 	}
@@ -79,7 +86,7 @@ func (r *Row) appendAfter(runID string, log []core.Message, skip int, raw *[][]b
 	}
 	start := 0
 	for _, end := range ends {
-		*raw = append(*raw, r.Msgs[start:end:end])
+		*raw = append(*raw, msgs[start:end:end])
 		start = end
 	}
 	return log, nil

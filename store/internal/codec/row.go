@@ -53,6 +53,11 @@ type Row struct {
 	// store is not known to hold it yet: the backend stores it (keyed by
 	// Tools) in the row's transaction, then calls ToolLists.Stored.
 	NewTools []byte
+	// Blob, set by Initial, is the digest of the run's first message when
+	// step 0's row refers to it (see Blobs), and NewBlob its encoding when
+	// the store is not known to hold it yet: the backend stores it (keyed
+	// by Blob) in the row's transaction, then calls Blobs.Stored.
+	Blob, NewBlob []byte
 	// Buf is the buffer Build encoded into, for the caller to reuse.
 	Buf []byte
 }

@@ -66,7 +66,7 @@ func TestRowRoundTrip(t *testing.T) {
 				t.Fatalf("%s: built %x, opened %x", name, p[0], p[1])
 			}
 		}
-		log, err := back.AppendTo("r", append([]core.Message(nil), msgs[:before]...), nil)
+		log, err := back.AppendTo("r", append([]core.Message(nil), msgs[:before]...), nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -160,7 +160,7 @@ func TestSegmentsRoundTrip(t *testing.T) {
 	}
 	for _, size := range []int{1 << 30, 0} { // serial, then parallel
 		parallelDecodeBytes = size
-		got, err := DecodeSegments(nil, segs)
+		got, err := DecodeSegments(nil, segs, nil)
 		if err != nil || len(got) != len(want) || got[59].Content != want[59].Content {
 			t.Fatalf("decode: %d messages, %v", len(got), err)
 		}

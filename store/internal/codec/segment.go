@@ -143,12 +143,17 @@ func checkSegmentsAfter(runID string, rk int64, seq, msgCount, count int, segs [
 var parallelDecodeBytes = 64 << 10
 
 // DecodeSegments decodes the messages of segs, checked by CheckSegments,
-// into log's spare capacity. Past parallelDecodeBytes the segments are
+// into log's spare capacity, a first message stored once read through
+// load. Past parallelDecodeBytes the segments are
 // shared out among GOMAXPROCS goroutines, each decoding into its segments'
 // own slots.
-func DecodeSegments(log []core.Message, segs []Segment) ([]core.Message, error) {
+func DecodeSegments(log []core.Message, segs []Segment, load Load) ([]core.Message, error) {
 	if len(segs) == 0 {
 		return log, nil
+	}
+	segs, err := inlineSegments(segs, load)
+	if err != nil {
+		return log, err
 	}
 	base, total := len(log), 0
 	for _, sg := range segs {

@@ -164,8 +164,9 @@ func Build(buf, spare []byte, t Tail, cp store.Checkpoint, created int64, tools 
 }
 
 // Initial builds the row of step 0: a run's initial state, created at the
-// given time.
-func Initial(st core.State, created int64) (Row, error) {
+// given time. Its first message, the agent's instructions, is stored by
+// reference through blobs (nil: inline; see Blobs).
+func Initial(st core.State, created int64, blobs *Blobs) (Row, error) {
 	head, err := EncodeHead(nil, st)
 	if err != nil {
 		return Row{}, err
@@ -175,6 +176,13 @@ func Initial(st core.State, created int64) (Row, error) {
 		return Row{}, err
 	}
 	r := Row{Seq: 0, Created: created, MsgCount: len(st.Messages), MsgSum: sum, Head: head}
+	if blobs != nil && len(st.Messages) > 0 {
+		first := core.AppendMessage(nil, st.Messages[0])
+		if ref, digest, fresh := blobs.shareFirst(st.Messages, first); ref != nil {
+			msgs = append(ref, msgs[len(first):]...)
+			r.Blob, r.NewBlob = digest, fresh
+		}
+	}
 	if len(st.Messages) > 0 {
 		r.Msgs = msgs
 	}
