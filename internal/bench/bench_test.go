@@ -150,3 +150,36 @@ func BenchmarkHarnessWorkload(b *testing.B) {
 		})
 	}
 }
+
+// TestHarnessPromptStoredOnce runs the harness workload at a small size
+// with two prompt sizes: the runs' bytes per step barely move when the
+// prompt grows by 30 KB (stored once, not once per run: that would add
+// 3,000 bytes per step here), on SQLite and on PostgreSQL.
+func TestHarnessPromptStoredOnce(t *testing.T) {
+	for _, name := range []string{"sqlite", "postgres"} {
+		t.Run(name, func(t *testing.T) {
+			opts := HarnessOptions{Runs: 40, Dir: t.TempDir()}
+			if name == "postgres" {
+				opts.DB = pgtest.URL(t)
+			}
+			var per [2]float64
+			for i, prompt := range []int{10 << 10, 40 << 10} {
+				opts.PromptBytes = prompt
+				if i == 1 {
+					opts.Dir = t.TempDir()
+				}
+				rep, err := Harness(opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if rep.Steps != 40*10 || rep.AgentBytes < prompt {
+					t.Fatalf("%+v", rep)
+				}
+				per[i] = rep.PerStep
+			}
+			if per[1]-per[0] > 200 {
+				t.Fatalf("bytes per step %.0f with a 10 KB prompt, %.0f with 40 KB", per[0], per[1])
+			}
+		})
+	}
+}

@@ -35,6 +35,11 @@
 //	inbox          (rk, n) primary key, content, posted_ns, sum: the user
 //	               messages posted to a run (PostMessage) and not folded in
 //	tool_lists     digest (SHA-256) primary key, body
+//	blobs          digest (SHA-256) primary key, body: what every run of an agent
+//	               repeats, stored once (ADR 0035): a config whose runs or
+//	               agent_changes row has config_ref (and an empty config), and a
+//	               run's first message when it is the agent's instructions
+//	               (step 0's row refers to it; store/internal/codec/blobs.go)
 //	mem_*          entities (with their full-text fields), observations, relations,
 //	               and the totals BM25 needs
 //

@@ -109,6 +109,10 @@
 //	{...step 1...}
 //	]}
 //
+// The export is self-contained: what the store keeps once by digest (a
+// config, a run's first message: table blobs, ADR 0035) is written out in
+// full, and an import stores it once again.
+//
 // "run" holds id, agent, config_hash, config (the agent config bytes,
 // base64), input, status, created and updated (as in RunInfo; RFC 3339, UTC,
 // nanoseconds),
