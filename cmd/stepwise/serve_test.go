@@ -20,7 +20,7 @@ import (
 
 // served is a `stepwise serve` process.
 type served struct {
-	t    *testing.T
+	t    testing.TB
 	cmd  *exec.Cmd
 	url  string
 	mu   sync.Mutex
@@ -30,7 +30,7 @@ type served struct {
 
 // startServe starts `stepwise serve` on db with the agents in dir, on a
 // free loopback port, and waits until it listens.
-func startServe(t *testing.T, db, dir string, env ...string) *served {
+func startServe(t testing.TB, db, dir string, env ...string) *served {
 	t.Helper()
 	cmd := exec.Command(binary, "serve", "--agents", dir, "--addr", "127.0.0.1:0", "--grace", "5s")
 	cmd.Env = append(append(os.Environ(), "STEPWISE_DB="+db), env...)
