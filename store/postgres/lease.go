@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stepwise-agent/stepwise/store"
+	"github.com/stepwise-agent/stepwise/store/internal/codec"
 )
 
 // serverNowNs is the server's clock in nanoseconds since the epoch (to the
@@ -30,11 +31,17 @@ func (s *Postgres) Acquire(ctx context.Context, runID string, req store.LeaseReq
 		return store.Lease{}, fmt.Errorf("run %s: acquire lease: %w", runID, err)
 	}
 	// A new holder reads the run's last step back rather than trusting
-	// what this store remembers of it.
+	// what this store remembers of it: in the same round trip as the
+	// lease, with the run's row locked (no step can be appended until the
+	// lease changes hands), and remembered once the lease is taken, so
+	// that the holder's first checkpoint is one insert.
 	s.cache.ForgetTail(runID)
 	var out store.Lease
+	var tail codec.Tail
+	var tailErr error
 	err := s.inTx(ctx, "", pgx.TxOptions{}, func(b *pgx.Batch) {
 		b.Queue(`SELECT lease_owner, lease_token, lease_expires_ns FROM runs WHERE id = $1 FOR UPDATE`, runID)
+		b.Queue(lastStepSQL, runID)
 	}, func(br pgx.BatchResults, tx pgx.Tx) error {
 		var cur store.Lease
 		var expires int64
@@ -45,6 +52,7 @@ func (s *Postgres) Acquire(ctx context.Context, runID string, req store.LeaseReq
 		if err != nil {
 			return err
 		}
+		tail, _, _, tailErr = scanLastStep(br.QueryRow(), runID)
 		if err := br.Close(); err != nil {
 			return err
 		}
@@ -73,6 +81,9 @@ func (s *Postgres) Acquire(ctx context.Context, runID string, req store.LeaseReq
 	})
 	if err != nil {
 		return store.Lease{}, fmt.Errorf("run %s: acquire lease: %w", runID, err)
+	}
+	if tailErr == nil {
+		s.cache.SetTail(runID, tail)
 	}
 	return out, nil
 }
