@@ -109,11 +109,20 @@ func (s *SQLite) Renew(ctx context.Context, l store.Lease, ttl time.Duration) (s
 // Release gives the lease up (see store.Runs).
 func (s *SQLite) Release(ctx context.Context, l store.Lease) error {
 	return s.writeLight(ctx, "run "+l.RunID+": release lease", func(tx *wtx) error {
-		if _, _, err := fence(ctx, tx, l); err != nil {
+		// One statement, conditional on the lease; only when it changes
+		// nothing is the run read, to say why.
+		if l.Owner == "" {
+			return lostOrMissing(ctx, tx, l)
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE runs SET lease_owner = '', lease_expires_ns = 0 WHERE id = ? AND lease_owner = ? AND lease_token = ?`,
+			l.RunID, l.Owner, l.Token)
+		if err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `UPDATE runs SET lease_owner = '', lease_expires_ns = 0 WHERE id = ?`, l.RunID)
-		return err
+		if n, err := res.RowsAffected(); err != nil || n == 1 {
+			return err
+		}
+		return lostOrMissing(ctx, tx, l)
 	})
 }
 
