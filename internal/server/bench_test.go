@@ -11,12 +11,15 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stepwise-agent/stepwise/core"
+	"github.com/stepwise-agent/stepwise/internal/pgtest"
 	"github.com/stepwise-agent/stepwise/shell"
 	"github.com/stepwise-agent/stepwise/store"
+	"github.com/stepwise-agent/stepwise/store/postgres"
 )
 
 // Benchmarks of the service (figures in docs/performance.md):
@@ -164,13 +167,77 @@ func BenchmarkExternalRoundTrip(b *testing.B) {
 // a worker to pick the new run up, while the other runs are being created);
 // after-pickup-p99-ms leaves the first out. failed counts runs that did not
 // complete.
+//
+// steps/s is the steps served over the wall time, from the first create to
+// the last run's end; steps/s-after-create counts only the steps written
+// after the last create returned, over the time from then to the end.
+// cpu-us/step is the process's CPU time (user and system, getrusage) over
+// the whole window divided by its steps; cpu-us/step-after-create the same
+// over the window after the creates. Both include everything in the
+// process: the server, its workers, the store's Go side and its SQLite (or
+// the PostgreSQL client; the PostgreSQL server's own CPU is not counted),
+// and the benchmark's 32 HTTP clients while they create. The benchmark
+// waits for the runs through the runner's events (one counter), not by
+// polling the store.
 func BenchmarkConcurrentRuns(b *testing.B) {
 	for _, runs := range []int{100, 300, 1000} {
-		b.Run(fmt.Sprintf("runs=%d", runs), func(b *testing.B) { concurrentRuns(b, runs) })
+		b.Run(fmt.Sprintf("runs=%d", runs), func(b *testing.B) { concurrentRuns(b, runs, nil) })
 	}
 }
 
-func concurrentRuns(b *testing.B, runs int) {
+// BenchmarkConcurrentRunsPostgres is BenchmarkConcurrentRuns on
+// PostgreSQL (internal/pgtest: STEPWISE_TEST_POSTGRES, else the local
+// server; it skips when none answers).
+func BenchmarkConcurrentRunsPostgres(b *testing.B) {
+	for _, runs := range []int{100, 300, 1000} {
+		b.Run(fmt.Sprintf("runs=%d", runs), func(b *testing.B) {
+			concurrentRuns(b, runs, func() store.Store {
+				// A schema per iteration, as SQLite gets a file.
+				st, err := postgres.Open(context.Background(), pgtest.SchemaURL(b), nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				return st
+			})
+		})
+	}
+}
+
+// ended counts the runs that ended (or stalled) as the runner reports
+// them, and closes all once it has seen n.
+type ended struct {
+	mu   sync.Mutex
+	n    int
+	seen int
+	last time.Time
+	all  chan struct{}
+}
+
+func (e *ended) Event(ev shell.Event) {
+	switch ev.Kind {
+	case "complete", "fail", "stalled", "interrupted":
+	default:
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.seen++
+	e.last = time.Now()
+	if e.seen == e.n {
+		close(e.all)
+	}
+}
+
+// cpuTime is the process's user and system CPU time so far.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func concurrentRuns(b *testing.B, runs int, open func() store.Store) {
 	const delay = 50 * time.Millisecond
 	dir := b.TempDir()
 	write(b, dir, "note.txt", "a note of a few words\n")
@@ -185,11 +252,18 @@ builtin = "read_file"
 root = "."
 `)
 	for range b.N {
-		f := newFixture(b, Config{Workers: runs, AgentsDir: dir})
+		cfg := Config{Workers: runs, AgentsDir: dir}
+		if open != nil {
+			cfg.Store = open()
+		}
+		done := &ended{n: runs, all: make(chan struct{})}
+		cfg.Runner.Observer = done
+		f := newFixture(b, cfg)
 		ctx := context.Background()
 		ids := make([]string, runs)
 		var wg sync.WaitGroup
 		sem := make(chan struct{}, 32)
+		cpu0 := cpuTime(b)
 		t0 := time.Now()
 		for i := range runs {
 			wg.Add(1)
@@ -203,27 +277,38 @@ root = "."
 			}()
 		}
 		wg.Wait()
+		cpu1, t1 := cpuTime(b), time.Now()
+		select {
+		case <-done.all:
+		case <-time.After(5 * time.Minute):
+			b.Fatalf("%d of %d runs ended after 5 minutes", done.seen, runs)
+		}
+		cpu2 := cpuTime(b)
+		done.mu.Lock()
+		t2 := done.last
+		done.mu.Unlock()
+		wall := t2.Sub(t0)
 		failed := 0
 		for _, id := range ids {
-			for {
-				ri, err := f.srv.cfg.Store.Run(ctx, id)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if ri.Status.Ended() || ri.Status == store.StatusStalled {
-					if ri.Status != store.StatusCompleted {
-						failed++
-					}
-					break
-				}
-				time.Sleep(10 * time.Millisecond)
+			ri, err := f.srv.cfg.Store.Run(ctx, id)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if ri.Status != store.StatusCompleted {
+				failed++
 			}
 		}
-		wall := time.Since(t0)
 		var overhead, later []time.Duration
+		steps, stepsAfter := 0, 0
 		for _, id := range ids {
 			var prev *store.StepRecord
 			err := f.srv.cfg.Store.StepsFrom(ctx, id, 0, func(rec store.StepRecord) error {
+				if rec.Seq > 0 {
+					steps++
+					if !rec.Created.Before(t1) {
+						stepsAfter++
+					}
+				}
 				if prev != nil {
 					d := rec.Created.Sub(prev.Created)
 					if _, ok := prev.Action.(core.RequestModelCall); ok {
@@ -249,9 +334,18 @@ root = "."
 		b.ReportMetric(ms(percentileOf(overhead, 0.99)), "overhead-p99-ms")
 		b.ReportMetric(ms(percentileOf(later, 0.99)), "after-pickup-p99-ms")
 		b.ReportMetric(ms(wall), "wall-ms")
+		b.ReportMetric(float64(steps)/wall.Seconds(), "steps/s")
+		b.ReportMetric(us(cpu2-cpu0)/float64(steps), "cpu-us/step")
+		if after := t2.Sub(t1); stepsAfter > 0 && after > 0 {
+			b.ReportMetric(float64(stepsAfter)/after.Seconds(), "steps/s-after-create")
+			b.ReportMetric(us(cpu2-cpu1)/float64(stepsAfter), "cpu-us/step-after-create")
+		}
 		if failed > 0 {
 			b.Fatalf("%d runs did not complete", failed)
 		}
+		// Its workers stop, so that the next iteration (and a profile
+		// of several) sees one server.
+		f.srv.Shutdown()
 	}
 }
 

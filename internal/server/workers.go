@@ -73,7 +73,7 @@ func (s *Server) take(runID string) {
 		_ = s.cfg.Store.Release(context.WithoutCancel(s.workCtx), l)
 		return
 	}
-	s.drive(l, acquired)
+	s.drive(l, acquired, ri)
 }
 
 // claim claims runnable runs and drives them, one after the other, until
@@ -95,7 +95,14 @@ func (s *Server) claim(i int) {
 			return
 		}
 		s.poke() // there may be more
-		s.drive(l, acquired)
+		info, err := s.cfg.Store.Run(s.workCtx, l.RunID)
+		if err != nil {
+			s.logf("run %s: %v", l.RunID, err)
+			_ = s.cfg.Store.Release(context.WithoutCancel(s.workCtx), l)
+			s.hub.driven(l.RunID)
+			continue
+		}
+		s.drive(l, acquired, info)
 	}
 }
 
@@ -106,15 +113,10 @@ func (s *Server) leaseTTL() time.Duration {
 	return shell.DefaultLeaseTTL
 }
 
-// drive drives a claimed run with the agent it recorded.
-func (s *Server) drive(l store.Lease, acquired time.Time) {
+// drive drives a run whose lease l it holds with the agent the run
+// recorded (info, read after the lease was taken).
+func (s *Server) drive(l store.Lease, acquired time.Time, info store.RunInfo) {
 	defer s.hub.driven(l.RunID)
-	info, err := s.cfg.Store.Run(s.workCtx, l.RunID)
-	if err != nil {
-		s.logf("run %s: %v", l.RunID, err)
-		_ = s.cfg.Store.Release(context.WithoutCancel(s.workCtx), l)
-		return
-	}
 	ag, _, err := s.agents.bySource(info.Config)
 	if err != nil {
 		// Its agent does not load here (a file moved, a variable

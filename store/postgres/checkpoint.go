@@ -276,24 +276,10 @@ func (s *Postgres) readTail(ctx context.Context, runID string, seq int) (t codec
 	}
 	br := s.pool.SendBatch(ctx, b)
 	defer br.Close()
-	var rk int64
-	var status string
-	var last codec.Row
-	var lseq, count, created, msgSum, sum *int64
-	err = br.QueryRow().Scan(&rk, &status, &owner, &token, &lseq, &created, &count, &msgSum, &last.Body, &sum)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return t, "", 0, nil, fmt.Errorf("run %s: %w", runID, store.ErrNotFound)
-	}
-	if err != nil {
+	if t, owner, token, err = scanLastStep(br.QueryRow(), runID); err != nil {
 		return t, "", 0, nil, err
 	}
-	if lseq == nil {
-		return t, "", 0, nil, fmt.Errorf("%w: run %s has no steps", store.ErrCorrupt, runID)
-	}
-	last.Seq, last.Created, last.MsgCount, last.MsgSum, last.Sum = int(*lseq), *created, int(*count), *msgSum, *sum
-	if err := last.Verify(runID, rk); err != nil {
-		return t, "", 0, nil, err
-	}
+	rk := t.RK
 	if closes {
 		rows, err := br.Query()
 		if err != nil {
@@ -308,7 +294,32 @@ func (s *Postgres) readTail(ctx context.Context, runID string, seq int) (t codec
 			}
 		}
 	}
-	return last.Tail(rk, store.Status(status)), owner, token, back, br.Close()
+	return t, owner, token, back, br.Close()
+}
+
+// scanLastStep reads and verifies the run's last step from row, the result
+// of lastStepSQL, and returns the run's tail and its lease's holder and
+// token.
+func scanLastStep(row pgx.Row, runID string) (t codec.Tail, owner string, token int64, err error) {
+	var rk int64
+	var status string
+	var last codec.Row
+	var lseq, count, created, msgSum, sum *int64
+	err = row.Scan(&rk, &status, &owner, &token, &lseq, &created, &count, &msgSum, &last.Body, &sum)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return t, "", 0, fmt.Errorf("run %s: %w", runID, store.ErrNotFound)
+	}
+	if err != nil {
+		return t, "", 0, err
+	}
+	if lseq == nil {
+		return t, "", 0, fmt.Errorf("%w: run %s has no steps", store.ErrCorrupt, runID)
+	}
+	last.Seq, last.Created, last.MsgCount, last.MsgSum, last.Sum = int(*lseq), *created, int(*count), *msgSum, *sum
+	if err := last.Verify(runID, rk); err != nil {
+		return t, "", 0, err
+	}
+	return last.Tail(rk, store.Status(status)), owner, token, nil
 }
 
 // readRows reads, verifies and opens the step rows from..to-1 of run rk.

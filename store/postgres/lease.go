@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stepwise-agent/stepwise/store"
+	"github.com/stepwise-agent/stepwise/store/internal/codec"
 )
 
 // serverNowNs is the server's clock in nanoseconds since the epoch (to the
@@ -18,8 +19,9 @@ import (
 // claim's condition on it can use the index runs_claimable.
 const serverNowNs = `(extract(epoch from statement_timestamp()) * 1000000000)::bigint`
 
-// Acquire takes the run's lease (see store.Runs). It reads the lease with
-// the run's row locked (FOR UPDATE); a free lease or the holder named by
+// Acquire takes the run's lease (see store.Runs). A free lease is taken by
+// one conditional update (acquireFree). Otherwise it reads the lease with
+// the run's row locked (FOR UPDATE); the holder named by
 // req.TakeOver is taken at once, a held one only by an update conditional
 // on its expiry having passed by the server's clock. The new holder and
 // token are written in the same transaction; a fenced step insert (FOR
@@ -30,11 +32,23 @@ func (s *Postgres) Acquire(ctx context.Context, runID string, req store.LeaseReq
 		return store.Lease{}, fmt.Errorf("run %s: acquire lease: %w", runID, err)
 	}
 	// A new holder reads the run's last step back rather than trusting
-	// what this store remembers of it.
+	// what this store remembers of it: in the same round trip as the
+	// lease, with the run's row locked (no step can be appended until the
+	// lease changes hands), and remembered once the lease is taken, so
+	// that the holder's first checkpoint is one insert.
 	s.cache.ForgetTail(runID)
+	if out, ok, err := s.acquireFree(ctx, runID, req); err != nil || ok {
+		if err != nil {
+			return store.Lease{}, fmt.Errorf("run %s: acquire lease: %w", runID, err)
+		}
+		return out, nil
+	}
 	var out store.Lease
+	var tail codec.Tail
+	var tailErr error
 	err := s.inTx(ctx, "", pgx.TxOptions{}, func(b *pgx.Batch) {
 		b.Queue(`SELECT lease_owner, lease_token, lease_expires_ns FROM runs WHERE id = $1 FOR UPDATE`, runID)
+		b.Queue(lastStepSQL, runID)
 	}, func(br pgx.BatchResults, tx pgx.Tx) error {
 		var cur store.Lease
 		var expires int64
@@ -45,6 +59,7 @@ func (s *Postgres) Acquire(ctx context.Context, runID string, req store.LeaseReq
 		if err != nil {
 			return err
 		}
+		tail, _, _, tailErr = scanLastStep(br.QueryRow(), runID)
 		if err := br.Close(); err != nil {
 			return err
 		}
@@ -74,7 +89,40 @@ func (s *Postgres) Acquire(ctx context.Context, runID string, req store.LeaseReq
 	if err != nil {
 		return store.Lease{}, fmt.Errorf("run %s: acquire lease: %w", runID, err)
 	}
+	if tailErr == nil {
+		s.cache.SetTail(runID, tail)
+	}
 	return out, nil
+}
+
+// acquireFree takes the run's lease when it is free, the common case: one
+// update conditional on no one holding it, sent with the read of the run's
+// last step (the row the update locked), in one round trip and one
+// implicit transaction. ok is false when the lease is held or the run does
+// not exist: Acquire then takes the locked way, which says which.
+func (s *Postgres) acquireFree(ctx context.Context, runID string, req store.LeaseRequest) (out store.Lease, ok bool, err error) {
+	b := &pgx.Batch{}
+	b.Queue(`UPDATE runs SET lease_owner = $1, lease_token = lease_token + 1, lease_expires_ns = `+serverNowNs+` + $2::bigint
+		WHERE id = $3 AND lease_owner = '' RETURNING lease_token, lease_expires_ns`, req.Owner, int64(req.TTL), runID)
+	b.Queue(lastStepSQL, runID)
+	br := s.pool.SendBatch(ctx, b)
+	var token, expires int64
+	err = br.QueryRow().Scan(&token, &expires)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return out, false, br.Close()
+	}
+	if err != nil {
+		br.Close()
+		return out, false, err
+	}
+	tail, _, _, tailErr := scanLastStep(br.QueryRow(), runID)
+	if err := br.Close(); err != nil {
+		return out, false, err
+	}
+	if tailErr == nil {
+		s.cache.SetTail(runID, tail)
+	}
+	return store.Lease{RunID: runID, Owner: req.Owner, Token: token, Expires: fromNs(expires)}, true, nil
 }
 
 // Renew extends a held lease to ttl from now by the server's clock (see

@@ -51,12 +51,33 @@ func (s *SQLite) Acquire(ctx context.Context, runID string, req store.LeaseReque
 		_, err = tx.ExecContext(ctx, `UPDATE runs SET lease_owner = ?, lease_token = ?, lease_expires_ns = ?, lease_beat = lease_beat + 1, lease_ttl_ns = ?,
 			takeovers = CASE WHEN ?5 = '' THEN takeovers WHEN takeovers = '' THEN ?5 ELSE takeovers || char(10) || ?5 END WHERE id = ?`,
 			out.Owner, out.Token, out.Expires.UnixNano(), int64(req.TTL), note, runID)
-		return err
+		if err != nil {
+			return err
+		}
+		s.rememberTail(ctx, tx, runID)
+		return nil
 	})
 	if err == nil {
 		s.watch.forget(runID)
 	}
 	return out, err
+}
+
+// rememberTail reads the run's last step inside tx, the transaction that
+// gives the run's lease to a new holder, and remembers it once tx commits:
+// the holder's first checkpoint is then the common one (a group-committed
+// insert, its row built outside the write lock) rather than a read of the
+// tail and a general write. What is remembered is read back, not what this
+// store remembered before (which Acquire forgets); from the commit on,
+// only the new holder appends, fenced by its token. On an error the tail is
+// forgotten, and the first checkpoint reads it itself.
+func (s *SQLite) rememberTail(ctx context.Context, tx *wtx, runID string) {
+	t, _, _, err := s.lastStep(ctx, tx, runID)
+	if err != nil {
+		tx.onCommit(func() { s.cache.ForgetTail(runID) })
+		return
+	}
+	tx.onCommit(func() { s.cache.SetTail(runID, t) })
 }
 
 // leaseTTL is the TTL a lease's watchers wait out: the holder's, or, for a
@@ -88,11 +109,20 @@ func (s *SQLite) Renew(ctx context.Context, l store.Lease, ttl time.Duration) (s
 // Release gives the lease up (see store.Runs).
 func (s *SQLite) Release(ctx context.Context, l store.Lease) error {
 	return s.writeLight(ctx, "run "+l.RunID+": release lease", func(tx *wtx) error {
-		if _, _, err := fence(ctx, tx, l); err != nil {
+		// One statement, conditional on the lease; only when it changes
+		// nothing is the run read, to say why.
+		if l.Owner == "" {
+			return lostOrMissing(ctx, tx, l)
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE runs SET lease_owner = '', lease_expires_ns = 0 WHERE id = ? AND lease_owner = ? AND lease_token = ?`,
+			l.RunID, l.Owner, l.Token)
+		if err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `UPDATE runs SET lease_owner = '', lease_expires_ns = 0 WHERE id = ?`, l.RunID)
-		return err
+		if n, err := res.RowsAffected(); err != nil || n == 1 {
+			return err
+		}
+		return lostOrMissing(ctx, tx, l)
 	})
 }
 
@@ -203,10 +233,13 @@ func (s *SQLite) Claim(ctx context.Context, req store.LeaseRequest) (store.Lease
 		out = store.Lease{RunID: id, Owner: req.Owner, Token: token + 1, Expires: now.Add(req.TTL).UTC()}
 		_, err = tx.ExecContext(ctx, `UPDATE runs SET lease_owner = ?, lease_token = ?, lease_expires_ns = ?, lease_beat = lease_beat + 1, lease_ttl_ns = ? WHERE id = ?`,
 			out.Owner, out.Token, out.Expires.UnixNano(), int64(req.TTL), id)
-		return err
+		if err != nil {
+			return err
+		}
+		s.rememberTail(ctx, tx, id)
+		return nil
 	})
 	if err == nil {
-		s.cache.ForgetTail(out.RunID)
 		s.watch.forget(out.RunID)
 	}
 	return out, err

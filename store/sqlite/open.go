@@ -14,6 +14,7 @@ import (
 	"github.com/mattn/go-sqlite3"
 	"github.com/stepwise-agent/stepwise/store"
 	"github.com/stepwise-agent/stepwise/store/internal/codec"
+	"github.com/stepwise-agent/stepwise/store/internal/runcache"
 )
 
 // Sync is SQLite's synchronous setting for the store.
@@ -80,7 +81,7 @@ type SQLite struct {
 	batch batcher
 	// What this store remembers of the runs it writes (tails and open
 	// segments) and of the tool lists it holds.
-	cache codec.RunCache
+	cache runcache.Cache
 	tools codec.ToolLists
 	// blobs: the bodies stored once (configs, first messages; blobs.go).
 	blobs codec.Blobs
