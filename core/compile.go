@@ -40,8 +40,11 @@ type compiledSchema struct {
 // and can only name a built-in format. A compiled Config changed afterwards
 // stays correct: a tool whose schema or a format whose name no longer
 // matches what was compiled is worked out again on each use.
+//
+// Compiling a config compiled before reuses the argument schemas it holds
+// whose bytes are unchanged (a schema's compiled form depends on its bytes
+// alone); the format is looked up in formats again.
 func Compile(cfg Config, formats *Formats) (Config, error) {
-	cfg.compiled = nil
 	c, err := cfg.compile(formats)
 	if err != nil {
 		return Config{}, err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -74,5 +75,60 @@ func TestCompiledConfigChangedAfterwards(t *testing.T) {
 	tools[0].Parameters = json.RawMessage(`{"type":"string"}`)
 	if err := cfg.Validate(); !errors.Is(err, core.ErrInvalidConfig) || !strings.Contains(err.Error(), "parameters:") {
 		t.Errorf("Validate after the schema broke: %v", err)
+	}
+}
+
+// TestCompileAgain: compiling a compiled config again (which reuses the
+// schemas whose bytes did not change) follows what changed: a tool's new
+// schema, and the format table given this time.
+func TestCompileAgain(t *testing.T) {
+	cfg := linesConfig(t, "lines")
+	call := core.NativeCall{ID: "a", Name: "add", Arguments: `{"a":1,"b":2}`}
+	again, err := core.Compile(cfg, cfg.Formats())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := core.ValidateCall(again, call); err != nil {
+		t.Fatalf("compiled again, unchanged: %v", err)
+	}
+	changed := again
+	changed.Tools = []core.Tool{addTool}
+	changed.Tools[0].Parameters = json.RawMessage(`{"type":"object","properties":{"a":{"type":"string"}}}`)
+	if changed, err = core.Compile(changed, changed.Formats()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := core.ValidateCall(changed, call); !errors.Is(err, core.ErrInvalidCall) || !strings.Contains(err.Error(), `argument "a"`) {
+		t.Errorf("compiled again after the schema changed: %v", err)
+	}
+	// Without the table that names "lines", the format is unknown.
+	if _, err := core.Compile(again, nil); !errors.Is(err, core.ErrInvalidConfig) {
+		t.Errorf("compiled again without its format table: %v", err)
+	}
+}
+
+// BenchmarkCompileAgain: compiling an agent of 16 tools that was compiled
+// before reuses its schemas.
+func BenchmarkCompileAgain(b *testing.B) {
+	cfg := core.DefaultConfig()
+	for i := range 16 {
+		t := addTool
+		t.Name = fmt.Sprintf("add_%d", i)
+		cfg.Tools = append(cfg.Tools, t)
+	}
+	for _, name := range []string{"first", "again"} {
+		b.Run(name, func(b *testing.B) {
+			from := cfg
+			if name == "again" {
+				var err error
+				if from, err = core.Compile(cfg, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for b.Loop() {
+				if _, err := core.Compile(from, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
