@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/stepwise-agent/stepwise/core"
 	"github.com/stepwise-agent/stepwise/shell"
 )
 
@@ -107,7 +108,12 @@ func (s *Server) getMessages(w http.ResponseWriter, r *http.Request) {
 	}
 	end := min(len(msgs), from+limit)
 	for i, m := range shell.ChatMessages(msgs[from:end]) {
-		out.Messages = append(out.Messages, apiMessage{Index: from + i, ChatMessage: m})
+		// A compaction's summary is a view of messages the log still
+		// holds, not one of the conversation's (nor of the OpenAI format
+		// a run starts from): it is left out, its index skipped.
+		if m.Role != core.RoleSummary {
+			out.Messages = append(out.Messages, apiMessage{Index: from + i, ChatMessage: m})
+		}
 	}
 	if end < len(msgs) {
 		out.NextFrom = end

@@ -1,15 +1,20 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/stepwise-agent/stepwise/core"
+	"github.com/stepwise-agent/stepwise/shell"
 )
 
 // waitTurn polls the run until it answered its nth turn: completed, with
@@ -577,4 +582,50 @@ func TestMessageIdempotencyKey(t *testing.T) {
 	if r := f.do("POST", path, `{"content": ""}`, "Idempotency-Key", "msg-2"); r.status != http.StatusBadRequest || r.header.Get("Idempotent-Replayed") != "true" {
 		t.Fatalf("the refusal again: %d %v", r.status, r.header)
 	}
+}
+
+// TestConversationLeavesSummariesOut: GET /messages of a run whose history
+// was compacted (the recorded one) lists the conversation without the
+// compaction's summaries (role "summary" is no chat role), each message
+// still at its index in the log; the listing, with a next user message,
+// starts another run.
+func TestConversationLeavesSummariesOut(t *testing.T) {
+	f := newFixture(t, Config{Workers: 1})
+	file, err := os.Open("../../testdata/runs/compaction.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	id, err := f.srv.cfg.Store.Import(context.Background(), file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := f.srv.cfg.Store.LoadLatest(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	summaries := 0
+	for _, m := range rec.State.Messages {
+		if m.Role == core.RoleSummary {
+			summaries++
+		}
+	}
+	if summaries == 0 {
+		t.Fatal("the recorded run holds no summary")
+	}
+	msgs := f.conversation(id, 5)
+	if len(msgs) != len(rec.State.Messages)-summaries {
+		t.Fatalf("%d messages listed, the log holds %d with %d summaries", len(msgs), len(rec.State.Messages), summaries)
+	}
+	var history []shell.ChatMessage
+	for i, m := range msgs {
+		if m.Role == core.RoleSummary || rec.State.Messages[m.Index].Role != m.Role || i > 0 && m.Index <= msgs[i-1].Index {
+			t.Fatalf("message %d: %s at index %d", i, m.Role, m.Index)
+		}
+		history = append(history, m.ChatMessage)
+	}
+	next := "and then?"
+	history = append(history, shell.ChatMessage{Role: core.RoleUser, Content: &next})
+	r := f.do("POST", "/v1/runs", map[string]any{"agent": "chat", "messages": history})
+	want(t, r, http.StatusCreated)
 }
