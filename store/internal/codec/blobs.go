@@ -20,7 +20,7 @@ import (
 //     instructions) whose encoding is at least ShareMin bytes: step 0's
 //     row keeps, in its place, a reference item (Initial).
 //
-// A reference item is a CBOR tag (refTag) around the 32-byte digest. Only
+// A reference item is a CBOR tag (0x5357) around the 32-byte digest. Only
 // message 0 is ever stored so, so a reference can only open the messages
 // of step 0's row or of a segment that starts at message 0: a reader
 // splices the body in there (inline) before decoding, and a reference
@@ -90,14 +90,6 @@ func (b *Blobs) storedLocked(digest []byte) {
 		b.stored = map[string]bool{}
 	}
 	b.stored[string(digest)] = true
-}
-
-// Forget drops what the cache knows (after a failed transaction that may
-// have written a body it then rolled back).
-func (b *Blobs) Forget() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.stored, b.bodies, b.size = nil, nil, 0
 }
 
 // Resolve returns the body stored under digest, through load when it is
@@ -170,9 +162,10 @@ func inline(msgs []byte, load Load) ([]byte, error) {
 	return append(append(out, body...), msgs[refSize:]...), nil
 }
 
-// inlineSegments returns segs with the one that starts at message 0, when
-// its messages open with a reference, replaced by a copy whose body holds
-// the message itself (uncompressed).
+// inlineSegments returns segs with the one that starts at message 0
+// replaced by a copy whose body holds its messages uncompressed, a leading
+// reference replaced by the message it names (decoding it then does not
+// decompress it again).
 func inlineSegments(segs []Segment, load Load) ([]Segment, error) {
 	for i := range segs {
 		sg := &segs[i]
@@ -180,15 +173,14 @@ func inlineSegments(segs []Segment, load Load) ([]Segment, error) {
 			continue
 		}
 		msgs, err := sg.messages()
-		if err != nil || !bytes.HasPrefix(msgs, refHead) {
+		if err != nil {
 			return segs, nil // a bad body fails where it is decoded
 		}
-		full, err := inline(msgs, load)
-		if err != nil {
+		if msgs, err = inline(msgs, load); err != nil {
 			return nil, fmt.Errorf("the segment of steps %d-%d: %w", sg.From, sg.To, err)
 		}
 		out := append([]Segment(nil), segs...)
-		out[i].Body = append(full, formatPlain)
+		out[i].Body = append(msgs, formatPlain)
 		return out, nil
 	}
 	return segs, nil

@@ -14,6 +14,8 @@
 //     checks that what is stored will decode;
 //   - tools.go, toolcache.go: tool lists stored by digest, and the tool
 //     cache's rows;
+//   - blobs.go: what every run of an agent repeats (its config, its
+//     instructions as the first message) stored once by digest;
 //   - cache.go: what a store remembers of the runs it writes (their tails
 //     and open segments), so that a checkpoint reads nothing back;
 //   - logcache.go: what a store remembers of the runs it loads (their
