@@ -51,6 +51,11 @@ type Blobs struct {
 	stored map[string]bool
 	bodies map[string][]byte
 	size   int
+	// recent are the last bodies Ref hashed (copies) with their digests:
+	// a run's config and its instructions, the same for every run of an
+	// agent, are compared rather than hashed again.
+	recent [2]struct{ body, digest []byte }
+	next   int
 }
 
 // The caches' bounds: digests known stored, and bytes of bodies kept.
@@ -69,9 +74,18 @@ func BlobSum(body []byte) []byte {
 // known to hold it yet (the caller stores it in the transaction that
 // refers to it, then calls Stored).
 func (b *Blobs) Ref(body []byte) (digest, fresh []byte) {
-	digest = BlobSum(body)
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	for _, r := range b.recent {
+		if r.digest != nil && bytes.Equal(r.body, body) {
+			digest = r.digest
+		}
+	}
+	if digest == nil {
+		digest = BlobSum(body)
+		b.recent[b.next].body, b.recent[b.next].digest = bytes.Clone(body), digest
+		b.next = (b.next + 1) % len(b.recent)
+	}
 	if b.stored[string(digest)] {
 		return digest, nil
 	}

@@ -171,3 +171,25 @@ func TestSegmentsRoundTrip(t *testing.T) {
 		t.Fatalf("a corrupt segment: %v", err)
 	}
 }
+
+// TestBlobsRef: Ref gives each body its SHA-256, from the bodies it
+// remembers as from those it hashes, whatever the caller does with its
+// slice afterwards; a body the store holds is not given back to store.
+func TestBlobsRef(t *testing.T) {
+	var b Blobs
+	bodies := [][]byte{[]byte("config one"), []byte("instructions"), []byte("config two")}
+	for round := range 3 {
+		for _, body := range bodies {
+			in := bytes.Clone(body)
+			digest, fresh := b.Ref(in)
+			if !bytes.Equal(digest, BlobSum(body)) {
+				t.Fatalf("round %d: %q got the digest of another body", round, body)
+			}
+			if round == 0 && !bytes.Equal(fresh, body) || round > 0 && fresh != nil {
+				t.Fatalf("round %d: %q fresh %q", round, body, fresh)
+			}
+			in[0] ^= 0xff // the caller reuses its slice
+			b.Stored(digest)
+		}
+	}
+}
