@@ -11,7 +11,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stepwise-agent/stepwise/store"
 	"github.com/stepwise-agent/stepwise/store/internal/codec"
-	"github.com/stepwise-agent/stepwise/store/internal/runcache"
 )
 
 // Options tune a store. A nil *Options, and every zero field, means the
@@ -60,7 +59,7 @@ type Postgres struct {
 	schema string
 	// What this store remembers of the runs it writes (tails and open
 	// segments) and of the tool lists it holds.
-	cache runcache.Cache
+	cache codec.RunCache
 	tools codec.ToolLists
 	// blobs: the bodies stored once (configs, first messages; blobs.go).
 	blobs codec.Blobs

@@ -14,7 +14,6 @@ import (
 	"github.com/mattn/go-sqlite3"
 	"github.com/stepwise-agent/stepwise/store"
 	"github.com/stepwise-agent/stepwise/store/internal/codec"
-	"github.com/stepwise-agent/stepwise/store/internal/runcache"
 )
 
 // Sync is SQLite's synchronous setting for the store.
@@ -81,7 +80,7 @@ type SQLite struct {
 	batch batcher
 	// What this store remembers of the runs it writes (tails and open
 	// segments) and of the tool lists it holds.
-	cache runcache.Cache
+	cache codec.RunCache
 	tools codec.ToolLists
 	// blobs: the bodies stored once (configs, first messages; blobs.go).
 	blobs codec.Blobs

@@ -15,8 +15,15 @@ type RunCache struct {
 	segments map[int64]*OpenSegment
 }
 
-// maxCached bounds the runs whose tails and open segments are remembered.
-const maxCached = 256
+// The bounds: the runs whose tails are remembered (a server drives a
+// thousand runs at once, and a tail forgotten costs its next checkpoint a
+// read and, on SQLite, the general write path; a tail is a few dozen
+// bytes), and those whose open segments are (each holds up to a
+// segment's messages).
+const (
+	maxTails    = 4096
+	maxSegments = 256
+)
 
 // Tail returns the run's remembered tail.
 func (c *RunCache) Tail(runID string) (Tail, bool) {
@@ -33,7 +40,7 @@ func (c *RunCache) SetTail(runID string, t Tail) {
 	if c.tails == nil {
 		c.tails = map[string]Tail{}
 	}
-	if _, ok := c.tails[runID]; !ok && len(c.tails) >= maxCached {
+	if _, ok := c.tails[runID]; !ok && len(c.tails) >= maxTails {
 		for k := range c.tails { // evict any one
 			delete(c.tails, k)
 			break
@@ -69,7 +76,7 @@ func (c *RunCache) SetOpenSegment(rk int64, o *OpenSegment) {
 	if c.segments == nil {
 		c.segments = map[int64]*OpenSegment{}
 	}
-	if _, ok := c.segments[rk]; !ok && len(c.segments) >= maxCached {
+	if _, ok := c.segments[rk]; !ok && len(c.segments) >= maxSegments {
 		for k := range c.segments { // evict any one
 			delete(c.segments, k)
 			break

@@ -3,6 +3,7 @@ package codec_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/stepwise-agent/stepwise/core"
@@ -169,5 +170,25 @@ func TestLogCacheStale(t *testing.T) {
 	sg.Sum = codec.SegmentSum(r.rk, sg.From, sg.To, sg.First, sg.N, sg.Body)
 	if _, err := r.load(cache, 2*codec.SegmentSteps+5); !errors.Is(err, store.ErrCorrupt) {
 		t.Fatalf("a resealed segment: %v", err)
+	}
+}
+
+// TestRunCacheHoldsAThousandTails: the tails of 1,000 runs written at once
+// all stay remembered (a server drives that many), and a forgotten one is
+// gone.
+func TestRunCacheHoldsAThousandTails(t *testing.T) {
+	var c codec.RunCache
+	for i := range 1000 {
+		c.SetTail(fmt.Sprint("run", i), codec.Tail{RK: int64(i), Seq: i})
+	}
+	for i := range 1000 {
+		got, ok := c.Tail(fmt.Sprint("run", i))
+		if !ok || got.RK != int64(i) || got.Seq != i {
+			t.Fatalf("run%d: %+v, %v", i, got, ok)
+		}
+	}
+	c.ForgetTail("run7")
+	if _, ok := c.Tail("run7"); ok {
+		t.Fatal("run7 still remembered")
 	}
 }
