@@ -113,70 +113,84 @@ func TestKill9ResumesToTheSameEnd(t *testing.T) {
 	kills := 0
 	for trial := 0; trial < trials; trial++ {
 		db, log := filepath.Join(dir, fmt.Sprintf("t%d.db", trial)), filepath.Join(dir, fmt.Sprintf("t%d.log", trial))
-		trialKills := 0
-		for attempt := 0; ; attempt++ {
-			if attempt > 40 {
-				t.Fatalf("trial %d: run never finished", trial)
-			}
-			var cmd *exec.Cmd
-			if id := runID(t, db); id == "" {
-				cmd = stepwiseCmd(db, log, "run", agent, "go")
-			} else {
-				cmd = stepwiseCmd(db, log, "resume", id)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
-			// Kill during the first attempts at a random moment; then let it finish.
-			if trialKills < 3 {
-				select {
-				case err := <-done:
-					if err == nil {
-						goto finished
-					}
-					t.Fatalf("trial %d: stepwise failed: %v", trial, err)
-				case <-time.After(time.Duration(rng.IntN(200)) * time.Millisecond):
-					_ = cmd.Process.Signal(syscall.SIGKILL)
-					<-done
-					trialKills++
-					kills++
-					continue
-				}
-			}
-			if err := <-done; err != nil {
-				t.Fatalf("trial %d: resume failed: %v", trial, err)
-			}
-			break
-		}
-	finished:
+		trialKills := killUntilDone(t, rng, db, log, agent, 200*time.Millisecond)
+		kills += trialKills
 		status, got := finalConversation(t, db)
 		if status != "completed" || got != want {
 			t.Fatalf("trial %d (%d kills): status %s, conversation differs:\n got:\n%s\nwant:\n%s", trial, trialKills, status, got, want)
 		}
-		data, _ := os.ReadFile(log)
-		counts := map[string]int{}
-		for _, l := range strings.Fields(string(data)) {
-			counts[l]++
-		}
-		total := 0
-		for i := 1; i <= killTurns; i++ {
-			n := counts[fmt.Sprintf("t%d", i)]
-			if n < 1 {
-				t.Fatalf("trial %d: call t%d never ran", trial, i)
-			}
-			total += n
-		}
-		// A kill can interrupt at most one call in flight, which runs again.
-		if total > killTurns+trialKills {
-			t.Fatalf("trial %d: %d tool runs for %d calls and %d kills: completed calls ran again (%v)", trial, total, killTurns, trialKills, counts)
-		}
+		checkToolRuns(t, trial, log, "t", killTurns, trialKills)
 	}
 	if kills == 0 {
 		t.Fatal("no process was killed")
 	}
 	t.Logf("%d trials, %d kills", trials, kills)
+}
+
+// killUntilDone runs agent on db (`stepwise run AGENT go`), and after each
+// kill resumes the run (its root, for a tree): the first three attempts are
+// killed with SIGKILL at a random moment within the given time, unless they
+// finish first; the next one must finish. It returns how many were killed.
+func killUntilDone(t *testing.T, rng *rand.Rand, db, log, agent string, within time.Duration) int {
+	t.Helper()
+	kills := 0
+	for attempt := 0; attempt <= 40; attempt++ {
+		var cmd *exec.Cmd
+		if id := runID(t, db); id == "" {
+			cmd = stepwiseCmd(db, log, "run", agent, "go")
+		} else {
+			cmd = stepwiseCmd(db, log, "resume", strings.SplitN(id, ".", 2)[0])
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		if kills < 3 {
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("%s: stepwise failed: %v", db, err)
+				}
+				return kills
+			case <-time.After(time.Duration(rng.IntN(int(within.Milliseconds()))) * time.Millisecond):
+				_ = cmd.Process.Signal(syscall.SIGKILL)
+				<-done
+				kills++
+				continue
+			}
+		}
+		if err := <-done; err != nil {
+			t.Fatalf("%s: resume failed: %v", db, err)
+		}
+		return kills
+	}
+	t.Fatalf("%s: the run never finished", db)
+	return kills
+}
+
+// checkToolRuns checks the log of a trial's tool runs: calls PREFIX1 to
+// PREFIXcalls each ran, and no more often in all than once each plus once
+// per kill (a kill interrupts at most the one call in flight, which runs
+// again): no completed call ran twice.
+func checkToolRuns(t *testing.T, trial int, log, prefix string, calls, kills int) {
+	t.Helper()
+	data, _ := os.ReadFile(log)
+	counts := map[string]int{}
+	for _, l := range strings.Fields(string(data)) {
+		counts[l]++
+	}
+	total := 0
+	for i := 1; i <= calls; i++ {
+		n := counts[fmt.Sprintf("%s%d", prefix, i)]
+		if n < 1 {
+			t.Fatalf("trial %d: call %s%d never ran", trial, prefix, i)
+		}
+		total += n
+	}
+	if total > calls+kills {
+		t.Fatalf("trial %d: %d tool runs for %d calls and %d kills: completed calls ran again (%v)", trial, total, calls, kills, counts)
+	}
 }
 
 // TestSignalInterruptsAndResumeFinishes sends SIGINT and SIGTERM to a running

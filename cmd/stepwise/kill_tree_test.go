@@ -3,12 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -127,40 +127,8 @@ func TestKill9AcrossASubAgentTree(t *testing.T) {
 	kills := 0
 	for trial := range trials {
 		db, log := filepath.Join(dir, fmt.Sprintf("t%d.db", trial)), filepath.Join(dir, fmt.Sprintf("t%d.log", trial))
-		trialKills := 0
-		for attempt := 0; ; attempt++ {
-			if attempt > 40 {
-				t.Fatalf("trial %d: the run never finished", trial)
-			}
-			var cmd *exec.Cmd
-			if id := runID(t, db); id == "" {
-				cmd = stepwiseCmd(db, log, "run", agent, "go")
-			} else {
-				cmd = stepwiseCmd(db, log, "resume", strings.SplitN(id, ".", 2)[0])
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
-			if trialKills < 3 {
-				select {
-				case err := <-done:
-					if err != nil {
-						t.Fatalf("trial %d: stepwise failed: %v", trial, err)
-					}
-				case <-time.After(time.Duration(rng.IntN(300)) * time.Millisecond):
-					_ = cmd.Process.Signal(syscall.SIGKILL)
-					<-done
-					trialKills++
-					kills++
-					continue
-				}
-			} else if err := <-done; err != nil {
-				t.Fatalf("trial %d: resume failed: %v", trial, err)
-			}
-			break
-		}
+		trialKills := killUntilDone(t, rng, db, log, agent, 300*time.Millisecond)
+		kills += trialKills
 		got := treeRuns(t, db)
 		for id, want := range ref {
 			id = strings.Replace(id, root, strings.SplitN(runID(t, db), ".", 2)[0], 1)
@@ -169,36 +137,12 @@ func TestKill9AcrossASubAgentTree(t *testing.T) {
 			}
 		}
 		if len(got) != len(ref) {
-			t.Fatalf("trial %d (%d kills): %d runs, want %d: %v", trial, trialKills, len(got), len(ref), keys(got))
+			t.Fatalf("trial %d (%d kills): %d runs, want %d: %v", trial, trialKills, len(got), len(ref), slices.Sorted(maps.Keys(got)))
 		}
-		data, _ := os.ReadFile(log)
-		counts := map[string]int{}
-		for _, l := range strings.Fields(string(data)) {
-			counts[l]++
-		}
-		total := 0
-		for i := 1; i <= treeCalls; i++ {
-			n := counts[fmt.Sprintf("w%d", i)]
-			if n < 1 {
-				t.Fatalf("trial %d: call w%d never ran", trial, i)
-			}
-			total += n
-		}
-		// A kill interrupts at most the one call in flight, which runs again.
-		if total > treeCalls+trialKills {
-			t.Fatalf("trial %d: %d tool runs for %d calls and %d kills: completed calls ran again (%v)", trial, total, treeCalls, trialKills, counts)
-		}
+		checkToolRuns(t, trial, log, "w", treeCalls, trialKills)
 	}
 	if kills == 0 {
 		t.Fatal("no process was killed")
 	}
 	t.Logf("%d trials, %d kills", trials, kills)
-}
-
-func keys(m map[string]string) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
 }

@@ -69,9 +69,11 @@ func Harness(opts HarnessOptions) (HarnessReport, error) {
 	ctx := context.Background()
 	ag := harnessAgent(opts)
 	rep := HarnessReport{Runs: opts.Runs, PromptBytes: opts.PromptBytes, Tools: opts.Tools, AgentBytes: len(ag.Source)}
+	// The database's size before the runs, and a function for after them.
 	var (
-		st      store.Store
-		measure func() (int64, error)
+		st     store.Store
+		before int64
+		after  func() (int64, error)
 	)
 	if opts.DB != "" {
 		rep.Store = "postgres"
@@ -81,7 +83,10 @@ func Harness(opts HarnessOptions) (HarnessReport, error) {
 		}
 		defer cleanup()
 		st = db
-		measure = func() (int64, error) { return storeBytes(ctx, db.Pool()) }
+		after = func() (int64, error) { return storeBytes(ctx, db.Pool()) }
+		if before, err = after(); err != nil {
+			return rep, err
+		}
 	} else {
 		rep.Store = "sqlite"
 		dir := opts.Dir
@@ -95,7 +100,7 @@ func Harness(opts HarnessOptions) (HarnessReport, error) {
 		}
 		path := filepath.Join(dir, "harness.db")
 		// Closing the store checkpoints its WAL into the file: the file's
-		// size is then the data's. The empty store is measured so.
+		// size is then the data's, the empty store's first.
 		size := func() (int64, error) {
 			fi, err := os.Stat(path)
 			if err != nil {
@@ -107,10 +112,13 @@ func Harness(opts HarnessOptions) (HarnessReport, error) {
 		if err == nil {
 			err = db.Close()
 		}
-		if err != nil {
-			return rep, err
+		if err == nil {
+			before, err = size()
 		}
-		if db, err = sqlite.Open(path, nil); err != nil {
+		if err == nil {
+			db, err = sqlite.Open(path, nil)
+		}
+		if err != nil {
 			return rep, err
 		}
 		closed := false
@@ -120,19 +128,13 @@ func Harness(opts HarnessOptions) (HarnessReport, error) {
 			}
 		}()
 		st = db
-		measure = func() (int64, error) {
-			if rep.Steps > 0 { // after the runs: close, then measure
-				closed = true
-				if err := db.Close(); err != nil {
-					return 0, err
-				}
+		after = func() (int64, error) {
+			closed = true
+			if err := db.Close(); err != nil {
+				return 0, err
 			}
 			return size()
 		}
-	}
-	before, err := measure()
-	if err != nil {
-		return rep, err
 	}
 	n := 0
 	runner := shell.NewRunner(st, &shell.Options{NewID: func() string { n++; return fmt.Sprintf("task-%03d", n) }})
@@ -146,11 +148,11 @@ func Harness(opts HarnessOptions) (HarnessReport, error) {
 		}
 		rep.Steps += out.Steps
 	}
-	after, err := measure()
+	total, err := after()
 	if err != nil {
 		return rep, err
 	}
-	rep.Bytes = after - before
+	rep.Bytes = total - before
 	rep.PerStep = float64(rep.Bytes) / float64(rep.Steps)
 	return rep, nil
 }

@@ -2,7 +2,6 @@ package server
 
 import (
 	"net/http"
-	"strconv"
 
 	"github.com/stepwise-agent/stepwise/core"
 	"github.com/stepwise-agent/stepwise/shell"
@@ -59,36 +58,16 @@ type messageList struct {
 	NextFrom int `json:"next_from,omitempty"`
 }
 
-// Paging of GET /v1/runs/{id}/messages, as GET /steps pages.
-const (
-	defaultMessagesPage = 500
-	maxMessagesPage     = 5000
-)
-
 // getMessages lists the run's conversation as its last state holds it,
-// from=N (the index of the first message, 0 by default) and limit=N.
-// Messages still waiting for the run to take them (in its inbox, or
-// queued until its next model call) are not in it yet.
+// from=N (the index of the first message, 0 by default) and limit=N,
+// paged as GET /steps is. Messages still waiting for the run to take them
+// (in its inbox, or queued until its next model call) are not in it yet.
 func (s *Server) getMessages(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	q := r.URL.Query()
-	from := 0
-	if v := q.Get("from"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			writeError(w, errorf(http.StatusBadRequest, codeBadRequest, "from %q: want a message index", v))
-			return
-		}
-		from = n
-	}
-	limit := defaultMessagesPage
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > maxMessagesPage {
-			writeError(w, errorf(http.StatusBadRequest, codeBadRequest, "limit %q: want 1 to %d", v, maxMessagesPage))
-			return
-		}
-		limit = n
+	from, limit, err := pageOf(r.URL.Query(), "a message index")
+	if err != nil {
+		writeError(w, err)
+		return
 	}
 	ri, err := s.cfg.Store.Run(r.Context(), id)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -335,29 +336,39 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
+// Paging of GET /steps and GET /messages: from (the first's number, 0 by
+// default) and limit.
+const (
+	defaultPage = 500
+	maxPage     = 5000
+)
+
+// pageOf reads from and limit; what words what from numbers.
+func pageOf(q url.Values, what string) (from, limit int, err error) {
+	limit = defaultPage
+	if v := q.Get("from"); v != "" {
+		if from, err = strconv.Atoi(v); err != nil || from < 0 {
+			return 0, 0, errorf(http.StatusBadRequest, codeBadRequest, "from %q: want %s", v, what)
+		}
+	}
+	if v := q.Get("limit"); v != "" {
+		if limit, err = strconv.Atoi(v); err != nil || limit < 1 || limit > maxPage {
+			return 0, 0, errorf(http.StatusBadRequest, codeBadRequest, "limit %q: want 1 to %d", v, maxPage)
+		}
+	}
+	return from, limit, nil
+}
+
 func (s *Server) getSteps(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if _, err := s.cfg.Store.Run(r.Context(), id); err != nil {
 		writeError(w, err)
 		return
 	}
-	from := 0
-	if v := r.URL.Query().Get("from"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			writeError(w, errorf(http.StatusBadRequest, codeBadRequest, "from %q: want a step number", v))
-			return
-		}
-		from = n
-	}
-	limit := 500
-	if v := r.URL.Query().Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 5000 {
-			writeError(w, errorf(http.StatusBadRequest, codeBadRequest, "limit %q: want 1 to 5000", v))
-			return
-		}
-		limit = n
+	from, limit, err := pageOf(r.URL.Query(), "a step number")
+	if err != nil {
+		writeError(w, err)
+		return
 	}
 	steps, err := s.stepsAfter(r.Context(), id, from-1, limit)
 	if err != nil {
