@@ -21,7 +21,7 @@ func (r *Runner) drive(ctx, hctx context.Context, ag *Agent, cur *cursor, h *hol
 		runCtx, cancel = context.WithTimeout(hctx, r.opts.RunTimeout)
 		defer cancel()
 	}
-	cfg := compiledConfig(ag)
+	cfg := compiledConfig(ag.Config)
 	x := NewRedactor(ag.Secrets)
 	// Checkpoints run to their end whatever ctx does: a request is durable
 	// before it is made, or not made. (The lease still fences them, and

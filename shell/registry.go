@@ -184,26 +184,20 @@ func (r *Registry) Agent(cfg core.Config) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	ag := &Agent{Config: cfg, Models: map[core.ModelRole]ModelProvider{}, Tools: maps.Clone(r.impls), compiledTools: len(cfg.Tools)}
+	ag := &Agent{Config: cfg, Models: map[core.ModelRole]ModelProvider{}, Tools: maps.Clone(r.impls)}
 	if len(r.settings) > 0 {
 		ag.ToolSettings = maps.Clone(r.settings)
 	}
 	return ag, nil
 }
 
-// compiledConfig is ag's config compiled: as it is when Registry.Agent
-// compiled it and it declares no tool since (compiling it again recompiled
-// every tool's schema on every drive: core.Compile does not reuse them),
-// else compiled (core.Compile)
-// with the formats it was compiled with before, if any, so that a run of
-// an agent built without a Registry still compiles its config once rather
-// than on every step; the config itself when it does not compile
-// (Runner.check reports why).
-func compiledConfig(ag *Agent) core.Config {
-	cfg := ag.Config
-	if ag.compiledTools > 0 && len(cfg.Tools) == ag.compiledTools {
-		return cfg
-	}
+// compiledConfig is cfg compiled (core.Compile) with the formats it was
+// compiled with before, if any: a config Registry.Agent compiled costs
+// little to compile again (its unchanged schemas are reused), and one
+// built without a Registry is compiled once per drive rather than on
+// every step; cfg itself when it does not compile (Runner.check reports
+// why).
+func compiledConfig(cfg core.Config) core.Config {
 	if c, err := core.Compile(cfg, cfg.Formats()); err == nil {
 		return c
 	}

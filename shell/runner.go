@@ -59,15 +59,6 @@ type Agent struct {
 	// Handoffs are the agents this one can hand the run's conversation to,
 	// by tool name (subagents.go): the run goes on with that agent.
 	Handoffs map[string]*Handoff
-
-	// compiledTools is how many tools Config declared when Registry.Agent
-	// compiled it (0: not compiled). A drive uses a config that still
-	// declares as many as it is, rather than compiling it again; one that
-	// gained tools afterwards (a builder appends sub-agents' and
-	// handoffs') is compiled once per drive. Either way it is correct: the
-	// core keeps a compiled config that was changed afterwards correct,
-	// and Runner.check validates it before every drive.
-	compiledTools int
 }
 
 // Options tune a Runner. The zero value means the defaults.
