@@ -171,17 +171,26 @@ func Initial(st core.State, created int64, blobs *Blobs) (Row, error) {
 	if err != nil {
 		return Row{}, err
 	}
-	msgs, sum := EncodeMessages(nil, st.Messages)
+	var msgs, first []byte
+	var sum int64
+	if len(st.Messages) > 0 {
+		// The first message apart, as it may be stored by reference.
+		first = core.AppendMessage(nil, st.Messages[0])
+		sum = MessageSum(first)
+		if len(st.Messages) > 1 {
+			msgs, sum = EncodeMessages(first, st.Messages[1:])
+		} else {
+			msgs = first
+		}
+		first = msgs[:len(first):len(first)]
+	}
 	if err := CheckMessages(msgs, len(st.Messages)); err != nil {
 		return Row{}, err
 	}
 	r := Row{Seq: 0, Created: created, MsgCount: len(st.Messages), MsgSum: sum, Head: head}
-	if blobs != nil && len(st.Messages) > 0 {
-		first := core.AppendMessage(nil, st.Messages[0])
-		if ref, digest, fresh := blobs.shareFirst(st.Messages, first); ref != nil {
-			msgs = append(ref, msgs[len(first):]...)
-			r.Blob, r.NewBlob = digest, fresh
-		}
+	if ref, digest, fresh := blobs.shareFirst(st.Messages, first); ref != nil {
+		msgs = append(ref, msgs[len(first):]...)
+		r.Blob, r.NewBlob = digest, fresh
 	}
 	if len(st.Messages) > 0 {
 		r.Msgs = msgs
