@@ -3,6 +3,7 @@ package shell
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/stepwise-agent/stepwise/core"
@@ -57,8 +58,24 @@ func (p *Pool) Create(ctx context.Context, ag *Agent, input string) (string, err
 // between steps, before the next request, leaving the run runnable for
 // another worker.
 func (p *Pool) Drive(ctx context.Context, ag *Agent, l store.Lease, acquired time.Time, stop <-chan struct{}) (Outcome, error) {
+	return p.drive(ctx, ag, l, acquired, nil, stop)
+}
+
+// DriveRead is Drive for a caller that read the run (info) after it took
+// the lease, to choose its agent: the run is not read again. info must be
+// the run's as read while l was held (what Claim or Acquire then
+// store.Runs.Run returned).
+func (p *Pool) DriveRead(ctx context.Context, ag *Agent, l store.Lease, acquired time.Time, info store.RunInfo, stop <-chan struct{}) (Outcome, error) {
+	return p.drive(ctx, ag, l, acquired, &info, stop)
+}
+
+func (p *Pool) drive(ctx context.Context, ag *Agent, l store.Lease, acquired time.Time, info *store.RunInfo, stop <-chan struct{}) (Outcome, error) {
 	r := p.r
-	if err := r.check(ag); err != nil {
+	err := r.check(ag)
+	if err == nil && info != nil && info.ID != l.RunID {
+		err = fmt.Errorf("drive run %s: the run read is %q", l.RunID, info.ID)
+	}
+	if err != nil {
 		// The run stays runnable for a worker that can drive it; the
 		// release must happen even when ctx has ended, or the run stays
 		// held until the lease expires (as it does when the store does
@@ -70,7 +87,12 @@ func (p *Pool) Drive(ctx context.Context, ag *Agent, l store.Lease, acquired tim
 	}
 	h, hctx := r.hold(ctx, l, acquired)
 	defer h.release()
-	cur, err := r.load(hctx, h, ag, l.RunID)
+	var cur *cursor
+	if info == nil {
+		cur, err = r.load(hctx, h, ag, l.RunID)
+	} else {
+		cur, err = r.loadFrom(hctx, h, ag, *info)
+	}
 	if err != nil {
 		return Outcome{}, r.lostOr(h, err)
 	}

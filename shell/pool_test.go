@@ -3,6 +3,7 @@ package shell_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -156,5 +157,52 @@ func TestDriveHandsOff(t *testing.T) {
 	ag.Tools["slow"] = slow
 	if out := claimAndDrive(t, db, r, ag); out.Status != store.StatusCompleted {
 		t.Fatalf("the next worker: %+v", out)
+	}
+}
+
+// TestDriveRead: a worker that read the run after taking its lease drives
+// it from that read, to the same end as Drive; a read of another run is
+// refused and the lease given back, the run left runnable.
+func TestDriveRead(t *testing.T) {
+	db := openStore(t)
+	ctx := context.Background()
+	ag := newAgent(t, scripted(t, `{"text":"done"}`))
+	r := shell.NewRunner(db, nil)
+	id, err := r.Pool().Create(ctx, ag, "go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := r.Pool().Create(ctx, ag, "another")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := db.Acquire(ctx, id, store.LeaseRequest{Owner: "w/1/a", TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrong, err := db.Run(ctx, other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Pool().DriveRead(ctx, ag, l, time.Now(), wrong, nil); err == nil || !strings.Contains(err.Error(), other) {
+		t.Fatalf("a read of another run: %v", err)
+	}
+	if info, _ := db.Run(ctx, id); info.Lease.Owner != "" || info.Status != store.StatusRunning || info.LastSeq != 0 {
+		t.Fatalf("after the refused drive: %+v", info)
+	}
+	l, err = db.Acquire(ctx, id, store.LeaseRequest{Owner: "w/1/b", TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := db.Run(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := r.Pool().DriveRead(ctx, ag, l, time.Now(), info, nil)
+	if err != nil || out.Status != store.StatusCompleted || out.Answer != "done" {
+		t.Fatalf("drive: %+v %v", out, err)
+	}
+	if info, _ := db.Run(ctx, id); info.Status != store.StatusCompleted || info.Lease.Owner != "" {
+		t.Fatalf("after the drive: %+v", info)
 	}
 }

@@ -469,7 +469,14 @@ func (r *Runner) load(ctx context.Context, h *holding, ag *Agent, runID string) 
 	if err != nil {
 		return nil, fmt.Errorf("load run %s: %w", runID, err)
 	}
+	return r.loadFrom(ctx, h, ag, info)
+}
+
+// loadFrom is load of the run as info describes it, read while h was held.
+func (r *Runner) loadFrom(ctx context.Context, h *holding, ag *Agent, info store.RunInfo) (*cursor, error) {
+	runID := info.ID
 	rec := store.StepRecord{Seq: info.LastSeq}
+	var err error
 	if st, ok := r.states.get(runID, info.LastSeq); ok {
 		rec.State = st
 	} else if rec, err = r.store.LoadLatest(ctx, runID); err != nil {

@@ -131,7 +131,7 @@ func (s *Server) drive(l store.Lease, acquired time.Time, info store.RunInfo) {
 	// A cancellation reaches the drive through the runner (Runner.Cancel
 	// tells a drive in this process at once), never by cutting its
 	// context short here, which would leave the run interrupted.
-	out, err := s.runner.Pool().Drive(s.workCtx, ag, l, acquired, s.stop)
+	out, err := s.runner.Pool().DriveRead(s.workCtx, ag, l, acquired, info, s.stop)
 	if err != nil {
 		s.logf("run %s: %v", l.RunID, err)
 		return

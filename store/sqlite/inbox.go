@@ -59,8 +59,17 @@ func (s *SQLite) PostMessage(ctx context.Context, runID, content string) (int, e
 // Inbox returns the run's posted messages not folded in yet, oldest first
 // (see store.Runs).
 func (s *SQLite) Inbox(ctx context.Context, runID string) ([]store.InboxMessage, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT i.rk, i.n, i.content, i.posted_ns, i.sum FROM runs r JOIN inbox i ON i.rk = r.rk
+	// The run's key, when this store remembers the run's tail (a run it
+	// drives), spares the lookup of the run by id: the inbox's pages
+	// alone are read. A run's key never changes.
+	var rows *sql.Rows
+	var err error
+	if t, ok := s.cache.Tail(runID); ok {
+		rows, err = s.r.QueryContext(ctx, `SELECT rk, n, content, posted_ns, sum FROM inbox WHERE rk = ? ORDER BY n`, t.RK)
+	} else {
+		rows, err = s.r.QueryContext(ctx, `SELECT i.rk, i.n, i.content, i.posted_ns, i.sum FROM runs r JOIN inbox i ON i.rk = r.rk
 		WHERE r.id = ? ORDER BY i.n`, runID)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("run %s: inbox: %w", runID, err)
 	}

@@ -49,10 +49,12 @@ type OpenSegment struct {
 // row; nil when it cannot be known without reading back.
 func (o *OpenSegment) Extend(row *Row, before int) *OpenSegment {
 	if row.Seq == SegmentStart(row.Seq) {
-		// Room for the whole segment at this step's size, so that it
-		// is not copied as it grows; the last segment's buffer when it
-		// has that room.
-		room := max(min(max(len(row.Msgs), 256)*SegmentSteps, 64<<10), len(row.Msgs))
+		// Room for a few steps at this step's size, and append's
+		// doubling past it: most runs end long before their first
+		// segment does (room for a whole segment up front cost a short
+		// run 16 KB, the largest allocation of a served step); the last
+		// segment's buffer when it has that room.
+		room := max(4*len(row.Msgs), 1<<10)
 		var body []byte
 		if o != nil && o.Written && o.Seq == row.Seq-1 && cap(o.Body) >= room {
 			body = o.Body[:0]
