@@ -33,6 +33,26 @@ type agents struct {
 	// sources maps a recorded source's digest to what it built; files,
 	// an agent file's path and content.
 	sources, files map[[sha256.Size]byte]builtSource
+	// seen is, by name, the file an agent was last loaded from, as a stat
+	// saw it before the read: while the name still leads to that file,
+	// unchanged, it is not resolved, read and hashed again.
+	seen map[string]seenFile
+}
+
+// seenFile is an agent file as loaded: what os.Stat said before it was
+// read, and what it built.
+type seenFile struct {
+	fi os.FileInfo
+	builtSource
+}
+
+// same reports whether fi, a later stat of the same name, is the file as
+// it was: the same file (device and inode), size, modification time and
+// change time (a rename, as when the file moved to another directory,
+// moves it: its relative paths would mean other files).
+func (f seenFile) same(fi os.FileInfo) bool {
+	return os.SameFile(f.fi, fi) && f.fi.Size() == fi.Size() && f.fi.ModTime().Equal(fi.ModTime()) &&
+		changeTime(f.fi) == changeTime(fi) && fi.Mode().IsRegular()
 }
 
 func newAgents(dir string) (*agents, error) {
@@ -47,15 +67,15 @@ func newAgents(dir string) (*agents, error) {
 		return nil, fmt.Errorf("agents directory %s: not a directory", dir)
 	}
 	return &agents{dir: abs, built: map[[sha256.Size]byte]*shell.Agent{}, sources: map[[sha256.Size]byte]builtSource{},
-		files: map[[sha256.Size]byte]builtSource{}}, nil
+		files: map[[sha256.Size]byte]builtSource{}, seen: map[string]seenFile{}}, nil
 }
 
 // path is the file of the agent called name, inside the directory: a name
 // with a separator or "..", or a file that resolves (through symlinks) to
 // outside the directory, is refused.
 func (a *agents) path(name string) (string, error) {
-	if len(name) > 64 || !agentName.MatchString(name) {
-		return "", errorf(http.StatusBadRequest, codeUnknownAgent, "agent %q: a name is letters, digits, '_', '-' and inner dots, no path", name)
+	if err := checkName(name); err != nil {
+		return "", err
 	}
 	p := filepath.Join(a.dir, name+".toml")
 	real, err := filepath.EvalSymlinks(p)
@@ -72,9 +92,32 @@ func (a *agents) path(name string) (string, error) {
 	return real, nil
 }
 
+// checkName refuses a name that is not an agent's: letters, digits, '_',
+// '-' and inner dots, at most 64 of them, no path.
+func checkName(name string) error {
+	if len(name) > 64 || !agentName.MatchString(name) {
+		return errorf(http.StatusBadRequest, codeUnknownAgent, "agent %q: a name is letters, digits, '_', '-' and inner dots, no path", name)
+	}
+	return nil
+}
+
 // byName builds the agent called name, once per content of its file (a
 // changed file is loaded again).
 func (a *agents) byName(name string) (*shell.Agent, *agent.Spec, error) {
+	if err := checkName(name); err != nil {
+		return nil, nil, err
+	}
+	// One stat tells whether the file is the one loaded last time (seen
+	// holds only names path accepted).
+	fi, statErr := os.Stat(filepath.Join(a.dir, name+".toml"))
+	if statErr == nil {
+		a.mu.Lock()
+		f, ok := a.seen[name]
+		a.mu.Unlock()
+		if ok && f.same(fi) {
+			return f.ag, f.spec, nil
+		}
+	}
 	p, err := a.path(name)
 	if err != nil {
 		return nil, nil, err
@@ -87,10 +130,20 @@ func (a *agents) byName(name string) (*shell.Agent, *agent.Spec, error) {
 		return nil, nil, errorf(http.StatusNotFound, codeUnknownAgent, "no agent %q in the agents directory", name)
 	}
 	key := sha256.Sum256(append([]byte(p+"\x00"), data...))
+	// Remembered as the stat before the read saw the file: a change
+	// made since shows at the next stat, and the file is read again.
+	remember := func(e builtSource) {
+		if statErr == nil {
+			a.mu.Lock()
+			a.seen[name] = seenFile{fi, e}
+			a.mu.Unlock()
+		}
+	}
 	a.mu.Lock()
 	e, ok := a.files[key]
 	a.mu.Unlock()
 	if ok {
+		remember(e)
 		return e.ag, e.spec, nil
 	}
 	spec, err := agent.Parse(data, p, filepath.Dir(p))
@@ -105,6 +158,7 @@ func (a *agents) byName(name string) (*shell.Agent, *agent.Spec, error) {
 	a.mu.Lock()
 	a.files[key] = builtSource{ag, spec}
 	a.mu.Unlock()
+	remember(builtSource{ag, spec})
 	return ag, spec, nil
 }
 
@@ -188,4 +242,5 @@ func (a *agents) close() {
 	}
 	clear(a.sources)
 	clear(a.files)
+	clear(a.seen)
 }
