@@ -18,7 +18,8 @@ const maxLinks = 40
 // tree changes between the check and the access).
 type confined struct {
 	root *os.Root
-	real string // the root's absolute path, symlinks resolved
+	abs  string // the root's absolute path, as configured
+	real string // abs with its symlinks resolved, once resolve needed it
 }
 
 // openConfined opens dir as the root of one call.
@@ -30,15 +31,28 @@ func openConfined(dir string) (*confined, error) {
 	if err != nil {
 		return nil, err
 	}
-	real, err := filepath.EvalSymlinks(abs)
+	r, err := os.OpenRoot(abs)
 	if err != nil {
 		return nil, fmt.Errorf("the root directory is unusable: %v", errText(err))
 	}
-	r, err := os.OpenRoot(real)
-	if err != nil {
-		return nil, fmt.Errorf("the root directory is unusable: %v", errText(err))
+	return &confined{root: r, abs: abs}, nil
+}
+
+// openLocal opens p straight through the root when it can: a clean
+// relative path that reaches a file beneath the root through relative
+// symlinks only, as most do, is the file resolve would lead to, without
+// resolving every component of the root's own path first. Nil when it
+// cannot; resolve then says why, or finds the way (an absolute symlink
+// that leads back inside).
+func (c *confined) openLocal(p string) *os.File {
+	if p == "" || filepath.IsAbs(p) || !filepath.IsLocal(p) {
+		return nil
 	}
-	return &confined{root: r, real: real}, nil
+	f, err := c.root.Open(filepath.Clean(p))
+	if err != nil {
+		return nil
+	}
+	return f
 }
 
 func (c *confined) Close() error { return c.root.Close() }
@@ -58,6 +72,13 @@ func (c *confined) resolve(p string) (string, error) {
 	clean := filepath.Clean(p)
 	if clean != "." && !filepath.IsLocal(clean) {
 		return "", fmt.Errorf("path %q leads outside the root (\"..\"); give a path inside it", p)
+	}
+	if c.real == "" {
+		real, err := filepath.EvalSymlinks(c.abs)
+		if err != nil {
+			return "", fmt.Errorf("the root directory is unusable: %v", errText(err))
+		}
+		c.real = real
 	}
 	links := 0
 	full, err := resolveTail(filepath.Join(c.real, clean), &links)

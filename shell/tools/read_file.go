@@ -48,13 +48,15 @@ func (t readFile) Run(ctx context.Context, call core.ToolCall, _ shell.RunContex
 		return failf(call, "%v", err)
 	}
 	defer c.Close()
-	rel, err := c.resolve(a.Path)
-	if err != nil {
-		return failf(call, "%v", err)
-	}
-	f, err := c.root.Open(rel)
-	if err != nil {
-		return failf(call, "%s: %v", a.Path, errText(err))
+	f := c.openLocal(a.Path)
+	if f == nil {
+		rel, err := c.resolve(a.Path)
+		if err != nil {
+			return failf(call, "%v", err)
+		}
+		if f, err = c.root.Open(rel); err != nil {
+			return failf(call, "%s: %v", a.Path, errText(err))
+		}
 	}
 	defer f.Close()
 	fi, err := f.Stat()
