@@ -38,14 +38,48 @@ type wtx struct {
 	committed []func()
 }
 
+// A write's statements run without their context's cancellation, as the
+// batch's BEGIN and COMMIT do: a write transaction holds other callers'
+// writes too (batch.go), and SQLite rolls the whole transaction back when
+// a statement in it is interrupted; a caller gone before its turn writes
+// nothing (stillWanted), once begun its write runs to its end. It is also
+// the driver's fast path: with a context that can be cancelled, it runs
+// each statement on a goroutine of its own, which the writer then waits
+// to be scheduled, inside the one write lock.
+
+// ExecContext is the connection's ExecContext, without ctx's cancellation.
+func (tx *wtx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return tx.Conn.ExecContext(uncancelled(ctx), query, args...)
+}
+
+// QueryContext is the connection's QueryContext, without ctx's cancellation.
+func (tx *wtx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return tx.Conn.QueryContext(uncancelled(ctx), query, args...)
+}
+
+// QueryRowContext is the connection's QueryRowContext, without ctx's
+// cancellation.
+func (tx *wtx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	return tx.Conn.QueryRowContext(uncancelled(ctx), query, args...)
+}
+
+// uncancelled is ctx without its cancellation (ctx itself when it has none).
+func uncancelled(ctx context.Context) context.Context {
+	if ctx.Done() == nil {
+		return ctx
+	}
+	return context.WithoutCancel(ctx)
+}
+
 // onCommit runs fn once the transaction commits (never when it rolls back).
 func (tx *wtx) onCommit(fn func()) { tx.committed = append(tx.committed, fn) }
 
 // write runs fn in a write transaction and commits it; what names the
 // operation in errors (none when empty, for a caller that names it
-// itself). fn's statements run under ctx; BEGIN, COMMIT and ROLLBACK run to
-// their end whatever ctx does, so a transaction is never left open on the
-// connection.
+// itself). A caller whose ctx ended before its turn writes nothing; once
+// begun, fn's statements, like BEGIN, COMMIT and ROLLBACK, run to their
+// end whatever ctx does (see ExecContext), so a transaction is never left
+// open on the connection nor another caller's write in it rolled back.
 func (s *SQLite) write(ctx context.Context, what string, fn func(*wtx) error) error {
 	return s.writeAs(ctx, what, false, fn)
 }
