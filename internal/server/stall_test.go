@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"net/http"
@@ -11,8 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stepwise-agent/stepwise/core"
 	"github.com/stepwise-agent/stepwise/internal/modeltest"
 	"github.com/stepwise-agent/stepwise/store"
+	"github.com/stepwise-agent/stepwise/store/sqlite"
+	"github.com/stepwise-agent/stepwise/store/storetest"
 )
 
 // TestStalledRunShowsAttemptsReasonAndRetry: GET /v1/runs/{id} of a
@@ -141,5 +145,61 @@ func TestServeBacksOffAStalledRun(t *testing.T) {
 			t.Fatalf("no second stall: %+v", got)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestCorruptRunIsStalled: a runnable run whose stored record the store
+// finds corrupt (here its agent's config, stored once by digest, lost) is
+// stalled by the worker that claims it, with why, and not claimed again at
+// once, which would spin a worker on a run none can drive.
+func TestCorruptRunIsStalled(t *testing.T) {
+	f := newFixture(t, Config{Workers: 1})
+	st := f.srv.cfg.Store
+	ctx := context.Background()
+	config := []byte(`{"name": "big", "system_prompt": "` + strings.Repeat("be brief. ", 80) + `"}`)
+	l, err := st.CreateRun(ctx, store.NewRun{ID: "r1", Agent: "big", ConfigHash: "h", Config: config, Input: "q",
+		Initial: storetest.BaseState("q", []core.Message{{Role: core.RoleUser, Content: "q"}}), Owner: "test/1/x", LeaseTTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite3", st.(*sqlite.SQLite).Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if res, err := db.Exec(`DELETE FROM blobs`); err != nil {
+		t.Fatal(err)
+	} else if n, _ := res.RowsAffected(); n == 0 {
+		t.Fatal("the config was not stored by digest")
+	}
+	if err := st.Release(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	f.srv.poke()
+	deadline := time.Now().Add(10 * time.Second)
+	var got store.RunInfo
+	for {
+		runs, err := st.ListRuns(ctx, store.Filter{Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(runs) == 1 && runs[0].Status == store.StatusStalled {
+			got = runs[0]
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the corrupt run is not stalled: %+v", runs)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !strings.Contains(got.Reason, "unreadable") || !strings.Contains(got.Reason, "config") || got.Lease.Owner != "" ||
+		got.RetryAt.Before(time.Now().Add(9*time.Minute)) {
+		t.Fatalf("stalled run: reason %q, lease %+v, retry %v", got.Reason, got.Lease, got.RetryAt)
+	}
+	if _, err := st.Claim(ctx, store.LeaseRequest{Owner: "test/1/y", TTL: time.Minute}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the stalled run is claimable at once: %v", err)
+	}
+	if _, err := st.Run(ctx, "r1"); !errors.Is(err, store.ErrCorrupt) {
+		t.Fatalf("reading the run: %v", err)
 	}
 }

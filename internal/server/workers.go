@@ -69,6 +69,10 @@ func (s *Server) take(runID string) {
 		return // another worker or server has it (or it is gone)
 	}
 	ri, err := s.cfg.Store.Run(s.workCtx, runID)
+	if errors.Is(err, store.ErrCorrupt) {
+		s.unreadable(l, err)
+		return
+	}
 	if err != nil || !(ri.Status == store.StatusRunning || ri.Status == store.StatusStalled && !ri.RetryAt.After(time.Now())) {
 		_ = s.cfg.Store.Release(context.WithoutCancel(s.workCtx), l)
 		return
@@ -96,6 +100,11 @@ func (s *Server) claim(i int) {
 		}
 		s.poke() // there may be more
 		info, err := s.cfg.Store.Run(s.workCtx, l.RunID)
+		if errors.Is(err, store.ErrCorrupt) {
+			s.unreadable(l, err)
+			s.hub.driven(l.RunID)
+			continue
+		}
 		if err != nil {
 			s.logf("run %s: %v", l.RunID, err)
 			_ = s.cfg.Store.Release(context.WithoutCancel(s.workCtx), l)
@@ -104,6 +113,18 @@ func (s *Server) claim(i int) {
 		}
 		s.drive(l, acquired, info)
 	}
+}
+
+// unreadable stalls a run whose record the store finds corrupt (err), with
+// why, and gives its lease up: no worker claims it again at once, as none
+// could drive it; the retry comes in 10 minutes, or at a resume once the
+// record is mended.
+func (s *Server) unreadable(l store.Lease, err error) {
+	s.logf("run %s: %v", l.RunID, err)
+	ctx := context.WithoutCancel(s.workCtx)
+	_ = s.cfg.Store.SetStatus(ctx, l, store.StatusChange{Status: store.StatusStalled,
+		Reason: "its stored record is unreadable: " + err.Error(), RetryAt: time.Now().Add(10 * time.Minute)})
+	_ = s.cfg.Store.Release(ctx, l)
 }
 
 func (s *Server) leaseTTL() time.Duration {

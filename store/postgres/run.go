@@ -123,10 +123,14 @@ var runSelect = `SELECT r.id, r.agent, r.config_hash,
 	FROM runs r` + lastStepJoin
 
 // startConfig is the column of RunInfo.StartConfig, currentConfig that of
-// RunInfo.Config: each stored inline or by digest (storedConfig).
+// RunInfo.Config: each stored inline or by digest (storedConfig), NULL
+// when its body is missing (ErrCorrupt from scanRun). The last agent
+// change's config is the current one when there is a change, never the
+// start config in place of one whose body is missing.
 var (
 	startConfig   = storedConfig("r")
-	currentConfig = `coalesce((SELECT ` + storedConfig("a") + ` FROM agent_changes a WHERE a.rk = r.rk ORDER BY a.ord DESC LIMIT 1), ` + startConfig + `)`
+	currentConfig = `CASE WHEN EXISTS (SELECT 1 FROM agent_changes a WHERE a.rk = r.rk) THEN (SELECT ` + storedConfig("a") +
+		` FROM agent_changes a WHERE a.rk = r.rk ORDER BY a.ord DESC LIMIT 1) ELSE ` + startConfig + ` END`
 )
 
 // listSelect is runSelect for a listing that reads no configs
@@ -145,7 +149,9 @@ func scanRun(sc interface{ Scan(...any) error }) (store.RunInfo, error) {
 	if err != nil {
 		return store.RunInfo{}, err
 	}
-	ri.Config, ri.StartConfig = nonNil(ri.Config), nonNil(ri.StartConfig)
+	if ri.Config == nil || ri.StartConfig == nil {
+		return store.RunInfo{}, fmt.Errorf("%w: run %s: its agent's config, stored once by digest, is missing", store.ErrCorrupt, ri.ID)
+	}
 	ri.Input, ri.Answer, ri.Reason, ri.CancelReason = string(input), string(answer), string(reason), string(cancel)
 	ri.Status, ri.FailCode = store.Status(status), core.FailCode(failCode)
 	ri.Created, ri.Updated = fromNs(created), fromNs(updated)

@@ -115,11 +115,19 @@ var runSelect = `SELECT r.id, r.agent, r.config_hash,
 	r.retry_ns, r.lease_owner, r.lease_token, r.lease_expires_ns, ` + startConfig + `, r.cancel_reason, r.stall_attempts, r.takeovers, r.turns, r.inbox_n
 	FROM runs r`
 
+// runByID is runSelect of one run, built once: a server reads a run on
+// most requests.
+var runByID = runSelect + ` WHERE r.id = ?`
+
 // startConfig is the column of RunInfo.StartConfig, currentConfig that of
-// RunInfo.Config: each stored inline or by digest (storedConfig).
+// RunInfo.Config: each stored inline or by digest (storedConfig), NULL
+// when its body is missing (ErrCorrupt from scanRun). The last agent
+// change's config is the current one when there is a change, never the
+// start config in place of one whose body is missing.
 var (
 	startConfig   = storedConfig("r")
-	currentConfig = `coalesce((SELECT ` + storedConfig("a") + ` FROM agent_changes a WHERE a.rk = r.rk ORDER BY a.ord DESC LIMIT 1), ` + startConfig + `)`
+	currentConfig = `CASE WHEN EXISTS (SELECT 1 FROM agent_changes a WHERE a.rk = r.rk) THEN (SELECT ` + storedConfig("a") +
+		` FROM agent_changes a WHERE a.rk = r.rk ORDER BY a.ord DESC LIMIT 1) ELSE ` + startConfig + ` END`
 )
 
 // listSelect is runSelect for a listing that reads no configs
@@ -136,11 +144,8 @@ func scanRun(sc interface{ Scan(...any) error }) (store.RunInfo, error) {
 	if err != nil {
 		return store.RunInfo{}, err
 	}
-	if ri.Config == nil {
-		ri.Config = []byte{}
-	}
-	if ri.StartConfig == nil {
-		ri.StartConfig = []byte{}
+	if ri.Config == nil || ri.StartConfig == nil {
+		return store.RunInfo{}, fmt.Errorf("%w: run %s: its agent's config, stored once by digest, is missing", store.ErrCorrupt, ri.ID)
 	}
 	ri.Status, ri.FailCode = store.Status(status), core.FailCode(failCode)
 	ri.Created, ri.Updated = fromNs(created), fromNs(updated)
@@ -160,7 +165,7 @@ func scanRun(sc interface{ Scan(...any) error }) (store.RunInfo, error) {
 
 // Run returns the run's description, or ErrNotFound.
 func (s *SQLite) Run(ctx context.Context, runID string) (store.RunInfo, error) {
-	ri, err := scanRun(s.r.QueryRowContext(ctx, runSelect+` WHERE r.id = ?`, runID))
+	ri, err := scanRun(s.r.QueryRowContext(ctx, runByID, runID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.RunInfo{}, fmt.Errorf("run %s: %w", runID, store.ErrNotFound)
 	}

@@ -136,14 +136,26 @@ func testStoredOnce(t *testing.T, h Harness) {
 }
 
 // corruptBlobs: a body stored once that was damaged, or lost, is
-// store.ErrCorrupt naming the run and step, from a cold cache; a run's
-// config whose body was lost does not read as another config.
+// store.ErrCorrupt naming the run and step, from a cold cache; a run whose
+// config's body was lost is store.ErrCorrupt naming the run, and does not
+// read as another config (a changed agent's, as the one it started with).
 func corruptBlobs(t *testing.T, h Harness) {
 	ctx := context.Background()
 	s := open(t, h, nil)
 	config, prompt := sharedAgent(1)
 	_, err := s.CreateRun(ctx, store.NewRun{ID: "r", Agent: "support", ConfigHash: "h", Config: config, Input: "q", Initial: sharedInitial("r", prompt)})
 	must(t, err)
+	// Run c starts with a small agent file, stored inline, and changes to
+	// one stored by digest.
+	small := []byte(`{"name": "small"}`)
+	l, err := s.CreateRun(ctx, store.NewRun{ID: "c", Agent: "small", ConfigHash: "h", Config: small, Input: "q",
+		Initial: sharedInitial("c", "short"), Owner: "test/1/c", LeaseTTL: time.Hour})
+	must(t, err)
+	config2, _ := sharedAgent(2)
+	must(t, s.ChangeAgent(ctx, l, config2))
+	if ri, err := reopen(t, h, s, nil).Run(ctx, "c"); err != nil || !bytes.Equal(ri.Config, config2) || !bytes.Equal(ri.StartConfig, small) {
+		t.Fatalf("run c before the damage: %v", err)
+	}
 	damage(t, h, s, Damage{Kind: DamageBlobs, At: 7})
 	_, err = reopen(t, h, s, nil).LoadStep(ctx, "r", 0)
 	wantCorrupt(t, err, "run r step 0", "digest")
@@ -151,7 +163,11 @@ func corruptBlobs(t *testing.T, h Harness) {
 	o := reopen(t, h, s, nil)
 	_, err = o.LoadLatest(ctx, "r")
 	wantCorrupt(t, err, "run r step 0", "missing")
-	if ri, err := o.Run(ctx, "r"); err == nil && len(ri.Config) > 0 {
-		t.Fatalf("a config whose body is lost reads %.40q", ri.Config)
+	for _, id := range []string{"r", "c"} {
+		ri, err := o.Run(ctx, id)
+		if err == nil {
+			t.Fatalf("run %s, whose config's body is lost, reads config %.40q", id, ri.Config)
+		}
+		wantCorrupt(t, err, "run "+id, "config")
 	}
 }
