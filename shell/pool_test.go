@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stepwise-agent/stepwise/core"
 	"github.com/stepwise-agent/stepwise/shell"
 	"github.com/stepwise-agent/stepwise/store"
+	"github.com/stepwise-agent/stepwise/store/sqlite"
 )
 
 // claimAndDrive is one worker's turn: claim a runnable run and drive it.
@@ -204,5 +206,66 @@ func TestDriveRead(t *testing.T) {
 	}
 	if info, _ := db.Run(ctx, id); info.Status != store.StatusCompleted || info.Lease.Owner != "" {
 		t.Fatalf("after the drive: %+v", info)
+	}
+}
+
+// inboxCounter counts the inbox reads of the store it wraps.
+type inboxCounter struct {
+	*sqlite.SQLite
+	reads atomic.Int32
+}
+
+func (c *inboxCounter) Inbox(ctx context.Context, runID string) ([]store.InboxMessage, error) {
+	c.reads.Add(1)
+	return c.SQLite.Inbox(ctx, runID)
+}
+
+// TestInboxReadWhenAMessageMayWait: a worker's drive reads the run's inbox
+// before its first model call only when messages were ever posted to the
+// run (RunInfo.Posted, read under the lease): a message posted before the
+// drive, from anywhere, is folded in before that call; a run no one wrote
+// to is read once, at the end of its turn.
+func TestInboxReadWhenAMessageMayWait(t *testing.T) {
+	db := &inboxCounter{SQLite: openStore(t)}
+	ctx := context.Background()
+	r := shell.NewRunner(db, nil)
+
+	quiet := newAgent(t, scripted(t, `{"text":"done"}`))
+	id, err := r.Pool().Create(ctx, quiet, "go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := claimAndDrive(t, db, r, quiet); out.RunID != id || out.Status != store.StatusCompleted {
+		t.Fatalf("quiet run: %+v", out)
+	}
+	if n := db.reads.Load(); n != 1 {
+		t.Fatalf("a run no one wrote to read its inbox %d times, want once (at the end of its turn)", n)
+	}
+
+	var saw []string
+	talked := newAgent(t, modelFunc(func(_ context.Context, req shell.ModelRequest) (core.ModelReply, error) {
+		for _, m := range req.Messages {
+			if m.Role == core.RoleUser {
+				saw = append(saw, m.Content)
+			}
+		}
+		return core.ModelReply{Text: "done"}, nil
+	}))
+	id, err = r.Pool().Create(ctx, talked, "go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.PostMessage(ctx, id, "and one more thing"); err != nil {
+		t.Fatal(err)
+	}
+	db.reads.Store(0)
+	if out := claimAndDrive(t, db, r, talked); out.Status != store.StatusCompleted {
+		t.Fatalf("run with a message: %+v", out)
+	}
+	if strings.Join(saw, "|") != "go|and one more thing" {
+		t.Fatalf("the first model call saw the user messages %q, want the input and the posted message", saw)
+	}
+	if n := db.reads.Load(); n < 2 {
+		t.Fatalf("a run with a message posted read its inbox %d times", n)
 	}
 }

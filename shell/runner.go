@@ -440,7 +440,9 @@ type cursor struct {
 	// delivered is the inbox message result is (store.Checkpoint.Delivered).
 	delivered int
 	// inboxDue makes the drive read the inbox at its next model call (a
-	// loaded run, which may have messages no note tells of).
+	// loaded run to which messages were posted, which may be waiting
+	// with no note to tell of them; none can wait in a run whose Posted
+	// count, read under the lease, is 0).
 	inboxDue bool
 	// inDoubt collects what became of in-doubt calls, for the Outcome.
 	inDoubt []InDoubtCall
@@ -484,7 +486,7 @@ func (r *Runner) loadFrom(ctx context.Context, h *holding, ag *Agent, info store
 	}
 	h.posted.Store(int64(info.Posted))
 	if info.Status.Ended() {
-		return &cursor{id: runID, seq: rec.Seq, st: rec.State, inboxDue: true}, nil
+		return &cursor{id: runID, seq: rec.Seq, st: rec.State, inboxDue: info.Posted > 0}, nil
 	}
 	if info.CancelReason != "" {
 		// Acted on before the next request; after the writes below, which
@@ -502,7 +504,7 @@ func (r *Runner) loadFrom(ctx context.Context, h *holding, ag *Agent, info store
 			return nil, fmt.Errorf("run %s: mark running: %w", runID, err)
 		}
 	}
-	return &cursor{id: runID, seq: rec.Seq, st: rec.State, stallAttempts: info.StallAttempts, inboxDue: true}, nil
+	return &cursor{id: runID, seq: rec.Seq, st: rec.State, stallAttempts: info.StallAttempts, inboxDue: info.Posted > 0}, nil
 }
 
 // newRunID makes a run id: its creation time (so ids sort by it), then 128
