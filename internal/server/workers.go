@@ -115,15 +115,18 @@ func (s *Server) claim(i int) {
 	}
 }
 
-// unreadable stalls a run whose record the store finds corrupt (err), with
-// why, and gives its lease up: no worker claims it again at once, as none
-// could drive it; the retry comes in 10 minutes, or at a resume once the
-// record is mended.
+// unreadable stalls a run whose record the store finds corrupt (err).
 func (s *Server) unreadable(l store.Lease, err error) {
 	s.logf("run %s: %v", l.RunID, err)
+	s.setAside(l, "its stored record is unreadable: "+err.Error())
+}
+
+// setAside stalls a run this server cannot drive, with why, and gives its
+// lease up: no worker claims it again at once (it would spin on it); the
+// retry comes in 10 minutes, or at a resume once what stops it is mended.
+func (s *Server) setAside(l store.Lease, reason string) {
 	ctx := context.WithoutCancel(s.workCtx)
-	_ = s.cfg.Store.SetStatus(ctx, l, store.StatusChange{Status: store.StatusStalled,
-		Reason: "its stored record is unreadable: " + err.Error(), RetryAt: time.Now().Add(10 * time.Minute)})
+	_ = s.cfg.Store.SetStatus(ctx, l, store.StatusChange{Status: store.StatusStalled, Reason: reason, RetryAt: time.Now().Add(10 * time.Minute)})
 	_ = s.cfg.Store.Release(ctx, l)
 }
 
@@ -144,9 +147,7 @@ func (s *Server) drive(l store.Lease, acquired time.Time, info store.RunInfo) {
 		// unset): stalled, with why, so no worker loops on it; resume
 		// with a fixed agent continues it.
 		s.logf("run %s: its agent does not load: %v", l.RunID, err)
-		_ = s.cfg.Store.SetStatus(context.WithoutCancel(s.workCtx), l, store.StatusChange{Status: store.StatusStalled,
-			Reason: "its agent does not load on this server: " + err.Error(), RetryAt: time.Now().Add(10 * time.Minute)})
-		_ = s.cfg.Store.Release(context.WithoutCancel(s.workCtx), l)
+		s.setAside(l, "its agent does not load on this server: "+err.Error())
 		return
 	}
 	// A cancellation reaches the drive through the runner (Runner.Cancel
