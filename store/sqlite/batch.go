@@ -168,7 +168,7 @@ func (s *SQLite) writeBatch(batch []*writeReq) {
 	for _, q := range batch {
 		// A caller that gave up, maybe while the batch waited for the
 		// lock, writes nothing.
-		if q.err = stillWanted(q.ctx); q.err != nil {
+		if q.err = q.ctx.Err(); q.err != nil {
 			continue
 		}
 		if q.fn == nil {

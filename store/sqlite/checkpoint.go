@@ -20,15 +20,12 @@ func (s *SQLite) Checkpoint(ctx context.Context, l store.Lease, cp store.Checkpo
 	if err := codec.CheckCheckpoint(cp); err != nil {
 		return fmt.Errorf("checkpoint run %s step %d: %w", runID, cp.Seq, err)
 	}
-	// A checkpoint, once its transaction began, runs to its end (it is
-	// short): its statements then run on this goroutine, where a
-	// cancellable context would make the driver start one per statement.
-	// A caller that gave up before, or while it waited for the write
-	// lock, writes nothing.
+	// A checkpoint, once its transaction began, runs to its end, as
+	// every write does (wtx); a caller that gave up before, or while it
+	// waited for the write lock, writes nothing.
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("checkpoint run %s step %d: %w", runID, cp.Seq, err)
 	}
-	ctx = detach(ctx)
 	status := store.StatusOf(cp.Action)
 	var after codec.Tail
 	var open *codec.OpenSegment

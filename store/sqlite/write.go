@@ -41,11 +41,11 @@ type wtx struct {
 // A write's statements run without their context's cancellation, as the
 // batch's BEGIN and COMMIT do: a write transaction holds other callers'
 // writes too (batch.go), and SQLite rolls the whole transaction back when
-// a statement in it is interrupted; a caller gone before its turn writes
-// nothing (stillWanted), once begun its write runs to its end. It is also
-// the driver's fast path: with a context that can be cancelled, it runs
-// each statement on a goroutine of its own, which the writer then waits
-// to be scheduled, inside the one write lock.
+// a statement in it is interrupted. A caller gone before its turn writes
+// nothing (batch.go checks its context first); once begun, its write runs
+// to its end. It is also the driver's fast path: with a context that can
+// be cancelled, the driver runs each statement on a goroutine of its own,
+// which the writer then waits to be scheduled, inside the one write lock.
 
 // ExecContext is the connection's ExecContext, without ctx's cancellation.
 func (tx *wtx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
@@ -117,31 +117,6 @@ func (s *SQLite) inWrite(ctx context.Context, light bool, fn func(*wtx) error) e
 		fn()
 	}
 	return nil
-}
-
-// detached is a caller's context for a transaction that, once begun, runs
-// to its end: without Done, so the driver runs its statements on the
-// calling goroutine, but with the caller's context at hand to see, once
-// the write lock is held, whether the caller still wants the write.
-type detached struct {
-	context.Context
-	caller context.Context
-}
-
-func detach(ctx context.Context) context.Context {
-	if ctx.Done() == nil {
-		return ctx
-	}
-	return detached{context.WithoutCancel(ctx), ctx}
-}
-
-// stillWanted is the error of the caller's context (for a detached one, of
-// the context it was detached from).
-func stillWanted(ctx context.Context) error {
-	if d, ok := ctx.(detached); ok {
-		return d.caller.Err()
-	}
-	return ctx.Err()
 }
 
 // rollback ends the transaction if one is open. A connection that cannot
