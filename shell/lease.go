@@ -247,7 +247,8 @@ func describeOwner(owner string) string {
 }
 
 // holding is a lease the runner holds while it drives a run: a heartbeat
-// renews it every third of its TTL, and lost is closed (and the drive's
+// renews it every third of its TTL (the runner's beats, beats.go), and lost
+// is closed (and the drive's
 // context cancelled) when the run was taken over, or when the lease
 // expired, by this process's clock, while the store did not renew it.
 //
@@ -279,8 +280,13 @@ type holding struct {
 	// cancelReason is a cancellation someone requested, once seen.
 	cancelReason string
 	cancel       context.CancelCauseFunc
-	stop         chan struct{}
-	done         chan struct{}
+	// due, index and released are the holding's place among the runner's
+	// beats (beats.go), under its lock; beating is held while a beat
+	// runs.
+	due      time.Time
+	index    int
+	released bool
+	beating  sync.Mutex
 	// posted is the run's count of posted messages (RunInfo.Posted) as
 	// last seen; inboxHint is set when the heartbeat saw it grow (a
 	// message another process posted: conversation.go).
@@ -296,29 +302,9 @@ func (r *Runner) hold(ctx context.Context, l store.Lease, acquired time.Time) (*
 	durable, cancelDurable := context.WithCancelCause(base)
 	ctx, cancel := context.WithCancelCause(ctx)
 	h := &holding{r: r, base: base, durable: durable, cancelDurable: cancelDurable, l: l, validUntil: acquired.Add(r.opts.LeaseTTL), cancel: cancel,
-		stop: make(chan struct{}), done: make(chan struct{})}
-	go h.heartbeat()
+		index: -1}
+	r.beats.add(h, time.Now().Add(r.opts.LeaseTTL/3))
 	return h, ctx
-}
-
-func (h *holding) heartbeat() {
-	defer close(h.done)
-	t := time.NewTicker(h.r.opts.LeaseTTL / 3)
-	defer t.Stop()
-	for {
-		select {
-		case <-h.stop:
-			return
-		case <-t.C:
-			err := h.renew()
-			if errors.Is(err, store.ErrLeaseLost) {
-				return
-			}
-			if err == nil {
-				h.watchCancel()
-			}
-		}
-	}
 }
 
 // storeDeadline bounds each store call of the heartbeat: a third of the
@@ -476,8 +462,7 @@ func (h *holding) lost() error {
 
 // release stops the heartbeat and gives the lease up (unless it was lost).
 func (h *holding) release() {
-	close(h.stop)
-	<-h.done
+	h.r.beats.stop(h)
 	h.cancel(nil)
 	defer h.cancelDurable(nil)
 	if h.lost() == nil {

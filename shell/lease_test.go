@@ -3,6 +3,10 @@ package shell_test
 import (
 	"context"
 	"errors"
+	"maps"
+	"runtime/pprof"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -107,5 +111,113 @@ func TestHeartbeatGivesUpOnAHungStore(t *testing.T) {
 				t.Fatalf("the run after the lease was lost: %s at step %d; want running at step 2 (nothing written after)", info.Status, info.LastSeq)
 			}
 		})
+	}
+}
+
+// renewCounter counts renewals by run; the renewals of run hang stay
+// unanswered until their context ends.
+type renewCounter struct {
+	shell.Store
+	hang string
+	mu   sync.Mutex
+	n    map[string]int
+}
+
+func (s *renewCounter) Renew(ctx context.Context, l store.Lease, ttl time.Duration) (store.Lease, error) {
+	s.mu.Lock()
+	s.n[l.RunID]++
+	s.mu.Unlock()
+	if l.RunID == s.hang {
+		<-ctx.Done()
+		return store.Lease{}, ctx.Err()
+	}
+	return s.Store.Renew(ctx, l, ttl)
+}
+
+func (s *renewCounter) counts() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.n)
+}
+
+// TestHeartbeatsOfManyRuns: the leases of many runs one runner drives at
+// once are each renewed every third of the TTL (one goroutine renews them
+// all, each renewal on its own), a renewal that hangs for one run holds up
+// no other's, and a run's renewals stop once its drive gave the lease up.
+func TestHeartbeatsOfManyRuns(t *testing.T) {
+	db := openStore(t)
+	const ttl = 300 * time.Millisecond
+	counter := &renewCounter{Store: db, n: map[string]int{}}
+	r := shell.NewRunner(counter, &shell.Options{LeaseTTL: ttl})
+	ctx := context.Background()
+	hold := make(chan struct{})
+	wait := fnTool{spec: core.Tool{Name: "wait", Parameters: []byte(anyArgs), Idempotent: true}, run: func(ctx context.Context, call core.ToolCall) core.ToolResult {
+		select {
+		case <-hold:
+			return core.ToolResult{CallID: call.ID, Output: "held"}
+		case <-ctx.Done():
+			return core.ToolResult{CallID: call.ID, Error: "cut short"}
+		}
+	}}
+	const runs = 12
+	ids := make([]string, runs)
+	for i := range runs {
+		ag := newAgent(t, scripted(t, `{"tool_calls":[{"id":"w1","name":"wait","arguments":{}}]}`, `{"text":"done"}`), wait)
+		id, err := r.Pool().Create(ctx, ag, "go")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = id
+	}
+	counter.hang = ids[0]
+	var wg sync.WaitGroup
+	outs := make([]shell.Outcome, runs)
+	errs := make([]error, runs)
+	for i := range runs {
+		ag := newAgent(t, scripted(t, `{"tool_calls":[{"id":"w1","name":"wait","arguments":{}}]}`, `{"text":"done"}`), wait)
+		l, err := db.Acquire(ctx, ids[i], store.LeaseRequest{Owner: "w/1/" + ids[i], TTL: ttl})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() { outs[i], errs[i] = r.Pool().Drive(ctx, ag, l, time.Now(), nil) })
+	}
+	time.Sleep(ttl * 2) // about six renewals each
+	// A held run has no goroutine of its own to renew its lease: one
+	// goroutine of the runner's waits for the beats of all of them.
+	var stacks strings.Builder
+	if err := pprof.Lookup("goroutine").WriteTo(&stacks, 2); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(stacks.String(), "created by github.com/stepwise-agent/stepwise/shell.(*Runner).hold"); n > 0 {
+		t.Errorf("%d goroutines started to hold a lease, with %d runs held; want none", n, runs)
+	}
+	if !strings.Contains(stacks.String(), "shell.(*beats).loop(0x") {
+		t.Error("no goroutine waits for the runs' beats")
+	}
+	close(hold)
+	wg.Wait()
+	for i, id := range ids {
+		if i == 0 {
+			if !errors.Is(errs[0], shell.ErrLeaseLost) {
+				t.Errorf("the run whose renewals hang: %+v %v; want its lease lost", outs[0], errs[0])
+			}
+			continue
+		}
+		if errs[i] != nil || outs[i].Status != store.StatusCompleted {
+			t.Errorf("run %s: %+v %v", id, outs[i], errs[i])
+		}
+	}
+	after := counter.counts()
+	for _, id := range ids[1:] {
+		if after[id] < 4 {
+			t.Errorf("run %s renewed %d times in two TTLs; want one every third of the TTL", id, after[id])
+		}
+	}
+	if after[ids[0]] < 2 {
+		t.Errorf("the hung run's renewals: %d; want them tried again after one timed out", after[ids[0]])
+	}
+	time.Sleep(ttl)
+	if later := counter.counts(); !maps.Equal(later, after) {
+		t.Errorf("renewals went on after the drives gave their leases up: %v, then %v", after, later)
 	}
 }

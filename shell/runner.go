@@ -201,6 +201,8 @@ type Runner struct {
 	// unwritten holds outcomes of calls this process knows but could not
 	// write while the store was unavailable (see unwrittenOutcomes).
 	unwritten unwrittenOutcomes
+	// beats renews the leases this runner holds (beats.go).
+	beats beats
 }
 
 // NewRunner returns a runner that checkpoints to st.
