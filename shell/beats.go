@@ -11,8 +11,8 @@ import (
 
 // beats renews the leases a Runner holds, every third of the lease's TTL:
 // one goroutine and one timer for all its holdings, where a goroutine and
-// a ticker each cost a server 2,000 of them with 1,000 runs held (their
-// stacks scanned at every collection). Each renewal runs on a goroutine of
+// a ticker each cost a server 1,000 of each with 1,000 runs held (the
+// goroutines' stacks scanned at every collection). Each renewal runs on a goroutine of
 // its own, so a store that hangs on one renewal holds up no other. The
 // goroutine ends when no holding is left, and starts again with the next.
 type beats struct {
