@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 
@@ -107,5 +108,46 @@ func TestGroupCommitKeepsWritesApart(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestGroupCommitOnOneProcessor: on one processor (GOMAXPROCS 1), writers
+// that run at once still share commits: the leader lets the goroutines
+// ready to run queue their writes before it takes the batch.
+func TestGroupCommitOnOneProcessor(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	s := openTest(t)
+	ctx := context.Background()
+	const runs, steps = 20, 20
+	logs := make([][]core.Message, runs)
+	leases := make([]store.Lease, runs)
+	for i := range runs {
+		id := fmt.Sprintf("r%d", i)
+		logs[i] = newRun(t, s, id).Messages
+		leases[i] = leaseOf(t, s, id)
+	}
+	s.batch.mu.Lock()
+	before := s.batch.batches
+	s.batch.mu.Unlock()
+	var wg sync.WaitGroup
+	for i := range runs {
+		wg.Go(func() {
+			log := logs[i]
+			for seq := 1; seq <= steps; seq++ {
+				var cp store.Checkpoint
+				cp, log = turnStep(log, seq, 40)
+				if err := s.Checkpoint(ctx, leases[i], cp); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	s.batch.mu.Lock()
+	batches := s.batch.batches - before
+	s.batch.mu.Unlock()
+	if writes := runs * steps; batches*4 > writes {
+		t.Fatalf("%d writes took %d commits on one processor; want them shared, at least 4 to a commit on average", writes, batches)
 	}
 }
