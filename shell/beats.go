@@ -53,6 +53,12 @@ func (b *beats) stop(h *holding) {
 	h.released = true
 	if h.index >= 0 {
 		heap.Remove(&b.queue, h.index)
+		if len(b.queue) == 0 {
+			select { // the loop ends now, not at the beat it waited for
+			case b.wake <- struct{}{}:
+			default:
+			}
+		}
 	}
 	b.mu.Unlock()
 	h.beating.Lock() // a beat under way ends first
