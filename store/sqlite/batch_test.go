@@ -21,13 +21,7 @@ func TestGroupCommitKeepsWritesApart(t *testing.T) {
 	s := openTest(t)
 	ctx := context.Background()
 	const runs, steps = 12, 40
-	logs := make([][]core.Message, runs)
-	leases := make([]store.Lease, runs)
-	for i := range runs {
-		id := fmt.Sprintf("r%d", i)
-		logs[i] = newRun(t, s, id).Messages
-		leases[i] = leaseOf(t, s, id)
-	}
+	logs, leases := leasedRuns(t, s, runs)
 	// Run 0's lease is taken over: its holder's checkpoints must fail.
 	stolen := leases[0]
 	if _, err := s.Acquire(ctx, "r0", store.LeaseRequest{Owner: "thief/2/y", TTL: 1e12, TakeOver: &stolen}); err != nil {
@@ -119,13 +113,7 @@ func TestGroupCommitOnOneProcessor(t *testing.T) {
 	s := openTest(t)
 	ctx := context.Background()
 	const runs, steps = 20, 20
-	logs := make([][]core.Message, runs)
-	leases := make([]store.Lease, runs)
-	for i := range runs {
-		id := fmt.Sprintf("r%d", i)
-		logs[i] = newRun(t, s, id).Messages
-		leases[i] = leaseOf(t, s, id)
-	}
+	logs, leases := leasedRuns(t, s, runs)
 	s.batch.mu.Lock()
 	before := s.batch.batches
 	s.batch.mu.Unlock()
@@ -150,4 +138,18 @@ func TestGroupCommitOnOneProcessor(t *testing.T) {
 	if writes := runs * steps; batches*4 > writes {
 		t.Fatalf("%d writes took %d commits on one processor; want them shared, at least 4 to a commit on average", writes, batches)
 	}
+}
+
+// leasedRuns creates runs r0..r(n-1), each leased, and returns their
+// message logs and leases.
+func leasedRuns(t *testing.T, s *SQLite, n int) ([][]core.Message, []store.Lease) {
+	t.Helper()
+	logs := make([][]core.Message, n)
+	leases := make([]store.Lease, n)
+	for i := range n {
+		id := fmt.Sprintf("r%d", i)
+		logs[i] = newRun(t, s, id).Messages
+		leases[i] = leaseOf(t, s, id)
+	}
+	return logs, leases
 }
