@@ -44,6 +44,19 @@ const refSize = 5 + DigestSize
 // store lacks it).
 type Load func(digest []byte) ([]byte, error)
 
+// verified is the body load returns for digest, checked against it: one
+// whose digest differs is store.ErrCorrupt, naming it as what.
+func (load Load) verified(digest []byte, what string) ([]byte, error) {
+	body, err := load(digest)
+	if err != nil {
+		return nil, err
+	}
+	if !bytes.Equal(BlobSum(body), digest) {
+		return nil, fmt.Errorf("%w: %s %x fails its digest", store.ErrCorrupt, what, digest[:6])
+	}
+	return body, nil
+}
+
 // Blobs remembers which bodies a store holds and the bodies it read, both
 // bounded; it is safe for concurrent use.
 type Blobs struct {
@@ -115,12 +128,9 @@ func (b *Blobs) Resolve(digest []byte, load Load) ([]byte, error) {
 	if ok {
 		return body, nil
 	}
-	body, err := load(digest)
+	body, err := load.verified(digest, "the stored body")
 	if err != nil {
 		return nil, err
-	}
-	if !bytes.Equal(BlobSum(body), digest) {
-		return nil, fmt.Errorf("%w: the stored body %x fails its digest", store.ErrCorrupt, digest[:6])
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()

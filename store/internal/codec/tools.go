@@ -89,19 +89,16 @@ func (t *ToolLists) Forget() {
 // Resolve returns the tool list with this digest, decoded from the body
 // load returns when it is not cached. A body whose digest differs is
 // store.ErrCorrupt.
-func (t *ToolLists) Resolve(digest []byte, load func([]byte) ([]byte, error)) ([]core.Tool, error) {
+func (t *ToolLists) Resolve(digest []byte, load Load) ([]core.Tool, error) {
 	t.mu.Lock()
 	list, ok := t.lists[string(digest)]
 	t.mu.Unlock()
 	if ok {
 		return list, nil
 	}
-	body, err := load(digest)
+	body, err := load.verified(digest, "the tool list")
 	if err != nil {
 		return nil, err
-	}
-	if sum := sha256.Sum256(body); !bytes.Equal(sum[:], digest) {
-		return nil, fmt.Errorf("%w: the tool list %x fails its digest", store.ErrCorrupt, digest[:6])
 	}
 	if list, err = core.DecodeTools(body); err != nil {
 		return nil, fmt.Errorf("%w: the tool list %x: %w", store.ErrCorrupt, digest[:6], err)
