@@ -20,7 +20,9 @@ import (
 //
 // Its methods, each the server's form of a Runner method:
 //
-//   - Create stores a new run, runnable (Runner.Start drives it at once).
+//   - Create stores a new run, runnable (Runner.Start drives it at once);
+//     CreateHeld stores it held, for a worker waiting to drive it
+//     (DriveCreated), or to give back (Release).
 //   - Answer folds answers to a pause in and leaves the run runnable
 //     (Runner.Submit drives on).
 //   - Requeue makes an interrupted or stalled run runnable (Runner.Resume
@@ -67,6 +69,58 @@ func (p *Pool) Drive(ctx context.Context, ag *Agent, l store.Lease, acquired tim
 // store.Runs.Run returned).
 func (p *Pool) DriveRead(ctx context.Context, ag *Agent, l store.Lease, acquired time.Time, info store.RunInfo, stop <-chan struct{}) (Outcome, error) {
 	return p.drive(ctx, ag, l, acquired, &info, stop)
+}
+
+// Created is a run CreateHeld stored with its lease held, for
+// DriveCreated, or for Release when no worker drives it after all.
+type Created struct {
+	// ID is the run's id.
+	ID       string
+	lease    store.Lease
+	acquired time.Time
+	st       core.State
+}
+
+// CreateHeld is CreateFrom for a caller with a worker free to drive the
+// run at once (a server's create, when a worker waits): the run is stored
+// with its lease held by the runner's owner, in the same write, so that
+// DriveCreated drives it from the state in hand, neither taking the lease
+// nor reading the run (ADR 0037). A caller that finds no worker after all
+// gives it back with Release.
+func (p *Pool) CreateHeld(ctx context.Context, ag *Agent, req core.Request) (Created, error) {
+	r := p.r
+	if err := r.check(ag); err != nil {
+		return Created{}, err
+	}
+	st, err := r.first(ag, req)
+	if err != nil {
+		return Created{}, err
+	}
+	c := Created{ID: r.opts.NewID(), acquired: time.Now(), st: st}
+	if c.lease, err = r.store.CreateRun(ctx, store.NewRun{
+		ID: c.ID, Agent: ag.Config.Name, ConfigHash: core.ConfigHash(ag.Config),
+		Config: ag.Source, Input: st.Request.Input, Initial: st, Owner: r.opts.Owner, LeaseTTL: r.opts.LeaseTTL,
+	}); err != nil {
+		return Created{}, fmt.Errorf("create run: %w", err)
+	}
+	r.states.put(c.ID, 0, st)
+	return c, nil
+}
+
+// DriveCreated drives a run CreateHeld created, as Drive does a claimed
+// one, from its first state; ag is the agent it was created with.
+func (p *Pool) DriveCreated(ctx context.Context, ag *Agent, c Created, stop <-chan struct{}) (Outcome, error) {
+	return p.r.driveHeld(ctx, ag, &cursor{id: c.ID, st: c.st, stop: stop}, c.lease, c.acquired)
+}
+
+// Release gives back the lease of a run CreateHeld created that no worker
+// here will drive: the run is left runnable, for a worker that claims it.
+func (p *Pool) Release(ctx context.Context, c Created) error {
+	r := p.r
+	_, err := within(context.WithoutCancel(ctx), r.opts.LeaseTTL/3, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, r.store.Release(ctx, c.lease)
+	})
+	return err
 }
 
 func (p *Pool) drive(ctx context.Context, ag *Agent, l store.Lease, acquired time.Time, info *store.RunInfo, stop <-chan struct{}) (Outcome, error) {

@@ -269,3 +269,106 @@ func TestInboxReadWhenAMessageMayWait(t *testing.T) {
 		t.Fatalf("a run with a message posted read its inbox %d times", n)
 	}
 }
+
+// readCounter counts the calls of its store that take a run's lease or
+// read the run.
+type readCounter struct {
+	*sqlite.SQLite
+	takes, reads atomic.Int32
+}
+
+func (c *readCounter) Acquire(ctx context.Context, runID string, req store.LeaseRequest) (store.Lease, error) {
+	c.takes.Add(1)
+	return c.SQLite.Acquire(ctx, runID, req)
+}
+
+func (c *readCounter) Run(ctx context.Context, runID string) (store.RunInfo, error) {
+	c.reads.Add(1)
+	return c.SQLite.Run(ctx, runID)
+}
+
+func (c *readCounter) LoadLatest(ctx context.Context, runID string) (store.StepRecord, error) {
+	c.reads.Add(1)
+	return c.SQLite.LoadLatest(ctx, runID)
+}
+
+// TestCreateHeld: a run created held is stored running with its lease
+// held by the runner's owner, and DriveCreated drives it to its end from
+// the state in hand, taking no lease and reading neither the run nor its
+// steps; a message posted before the drive is taken in its turn, not left
+// behind. A run created held and given back (Release) is left runnable,
+// and so is one whose drive is told to stop before its first request.
+func TestCreateHeld(t *testing.T) {
+	db := &readCounter{SQLite: openStore(t)}
+	ctx := context.Background()
+	r := shell.NewRunner(db, &shell.Options{Owner: "w/1/held"})
+	var saw []string
+	ag := newAgent(t, modelFunc(func(_ context.Context, req shell.ModelRequest) (core.ModelReply, error) {
+		saw = saw[:0]
+		for _, m := range req.Messages {
+			if m.Role == core.RoleUser {
+				saw = append(saw, m.Content)
+			}
+		}
+		return core.ModelReply{Text: "done"}, nil
+	}))
+
+	c, err := r.Pool().CreateHeld(ctx, ag, core.Request{Input: "go"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, _ := db.SQLite.Run(ctx, c.ID); info.Status != store.StatusRunning || info.Lease.Owner != "w/1/held" || info.LastSeq != 0 {
+		t.Fatalf("created held: %+v", info)
+	}
+	if _, err := db.Claim(ctx, store.LeaseRequest{Owner: "w/2/x", TTL: time.Minute}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("another worker claimed a run created held: %v", err)
+	}
+	if _, err := db.PostMessage(ctx, c.ID, "and one more thing"); err != nil {
+		t.Fatal(err)
+	}
+	db.takes.Store(0)
+	db.reads.Store(0)
+	out, err := r.Pool().DriveCreated(ctx, ag, c, nil)
+	if err != nil || out.RunID != c.ID || out.Status != store.StatusCompleted || out.Answer != "done" {
+		t.Fatalf("drive: %+v %v", out, err)
+	}
+	if n, m := db.takes.Load(), db.reads.Load(); n != 0 || m != 0 {
+		t.Fatalf("the drive took the lease %d times and read the run %d times, want neither", n, m)
+	}
+	if strings.Join(saw, "|") != "go|and one more thing" {
+		t.Fatalf("the last model call saw the user messages %q, want the input and the posted message", saw)
+	}
+	if info, _ := db.SQLite.Run(ctx, c.ID); info.Status != store.StatusCompleted || info.Lease.Owner != "" || info.Turns != 2 {
+		t.Fatalf("after the drive: %+v", info)
+	}
+
+	back, err := r.Pool().CreateHeld(ctx, ag, core.Request{Input: "go"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Pool().Release(ctx, back); err != nil {
+		t.Fatal(err)
+	}
+	if info, _ := db.SQLite.Run(ctx, back.ID); info.Status != store.StatusRunning || info.Lease.Owner != "" {
+		t.Fatalf("given back: %+v", info)
+	}
+	if out := claimAndDrive(t, db, r, ag); out.RunID != back.ID || out.Status != store.StatusCompleted {
+		t.Fatalf("the run given back, claimed: %+v", out)
+	}
+
+	stopped, err := r.Pool().CreateHeld(ctx, ag, core.Request{Input: "go"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	close(stop)
+	if out, err := r.Pool().DriveCreated(ctx, ag, stopped, stop); err != nil || out.Status != store.StatusRunning {
+		t.Fatalf("a drive told to stop: %+v %v", out, err)
+	}
+	if info, _ := db.SQLite.Run(ctx, stopped.ID); info.Status != store.StatusRunning || info.Lease.Owner != "" {
+		t.Fatalf("after a drive told to stop: %+v", info)
+	}
+	if out := claimAndDrive(t, db, r, ag); out.RunID != stopped.ID || out.Status != store.StatusCompleted {
+		t.Fatalf("the stopped run, claimed: %+v", out)
+	}
+}

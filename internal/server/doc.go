@@ -6,10 +6,13 @@
 // A request never drives a run itself: it makes what it asks for durable
 // (a new run, answers to a pause, a resume, a fork) and leaves the run
 // runnable; a worker, in this process or in another server on the same
-// database, claims it (store.Runs.Claim) and drives it. So several servers
-// on one PostgreSQL share the work through the database alone, and a
-// server killed with SIGKILL loses nothing: its runs' leases expire and
-// other workers take them over. See docs/adr/0014-service.md.
+// database, claims it (store.Runs.Claim) and drives it. A new run created
+// while one of this server's workers waits is the exception: it is stored
+// held by this server, in the same write, and handed to that worker
+// (docs/adr/0037-runs-created-held.md). So several servers on one
+// PostgreSQL share the work through the database alone, and a server
+// killed with SIGKILL loses nothing: its runs' leases expire and other
+// workers take them over. See docs/adr/0014-service.md.
 //
 // A run is a conversation (docs/adr/0032-conversations.md): POST
 // /v1/runs/{id}/messages stores the user's next message in the run's inbox

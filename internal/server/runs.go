@@ -179,15 +179,30 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 	if id := presetRunID(r.Context()); id != "" {
 		runner = s.runnerFor(id)
 	}
-	id, err := runner.Pool().CreateFrom(r.Context(), ag, core.Request{Input: req.Input, Messages: history})
+	in := core.Request{Input: req.Input, Messages: history}
+	var id string
+	var held *heldRun
+	if s.idle.Load() > 0 {
+		// A worker waits: the run is created held for it (ADR 0037).
+		var c shell.Created
+		if c, err = runner.Pool().CreateHeld(r.Context(), ag, in); err == nil {
+			id, held = c.ID, &heldRun{ag: ag, c: c}
+		}
+	} else {
+		id, err = runner.Pool().CreateFrom(r.Context(), ag, in)
+	}
 	if errors.Is(err, store.ErrExists) && id == "" && presetRunID(r.Context()) != "" {
 		id, err = presetRunID(r.Context()), nil // a retry that raced the first request's creation
 	}
-	if err != nil {
+	switch {
+	case err != nil:
 		writeError(w, err)
 		return
+	case held != nil:
+		s.handOver(*held)
+	default:
+		s.dispatch(id)
 	}
-	s.dispatch(id)
 	s.respondRun(w, r, id, http.StatusCreated, wait)
 }
 

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/stepwise-agent/stepwise/shell"
@@ -92,6 +93,8 @@ type Server struct {
 
 	wake     chan struct{} // a runnable run may be waiting
 	ready    chan string   // runs this server made runnable, for a worker (dispatch)
+	created  chan heldRun  // runs created held, for a worker waiting (handOver)
+	idle     atomic.Int64  // workers waiting for work
 	stop     chan struct{} // closed: workers take no more runs
 	workCtx  context.Context
 	workStop context.CancelCauseFunc
@@ -133,7 +136,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, agents: ag, hub: newHub(), wake: make(chan struct{}, 1), ready: make(chan string, cfg.Workers), stop: make(chan struct{})}
+	s := &Server{cfg: cfg, agents: ag, hub: newHub(), wake: make(chan struct{}, 1), ready: make(chan string, cfg.Workers), created: make(chan heldRun), stop: make(chan struct{})}
 	s.streams.max = int64(cfg.MaxStreams)
 	ro := cfg.Runner
 	if ro.Owner == "" {

@@ -32,10 +32,36 @@ func (s *Server) dispatch(runID string) {
 	}
 }
 
-// work is one worker: it drives the runs handed to it (dispatch), and
-// claims runnable runs (those other servers or the clock made runnable,
-// and those dispatch could not hand over), until the server stops taking
-// work.
+// heldRun is a run created held for a worker waiting (handOver), and the
+// agent it was created with.
+type heldRun struct {
+	ag *shell.Agent
+	c  shell.Created
+}
+
+// handOver gives a run created held (createRun, when a worker was idle) to
+// an idle worker, which drives it at once: no lease to take, no read
+// (ADR 0037). When none waits after all (the idle ones took other runs
+// meanwhile, or the server is stopping), the lease goes back and the run
+// is dispatched as any other.
+func (s *Server) handOver(h heldRun) {
+	select {
+	case s.created <- h:
+		return
+	default:
+	}
+	if err := s.runner.Pool().Release(s.workCtx, h.c); err != nil {
+		// The lease expires, and a worker claims the run then.
+		s.logf("run %s: give back the lease of a run no worker took: %v", h.c.ID, err)
+		return
+	}
+	s.dispatch(h.c.ID)
+}
+
+// work is one worker: it drives the runs handed to it (dispatch,
+// handOver), and claims runnable runs (those other servers or the clock
+// made runnable, and those dispatch could not hand over), until the
+// server stops taking work. s.idle counts the workers waiting for work.
 func (s *Server) work(i int) {
 	defer s.workers.Done()
 	var poll <-chan time.Time
@@ -47,17 +73,32 @@ func (s *Server) work(i int) {
 		poll = t.C
 	}
 	for {
+		s.idle.Add(1)
 		select {
 		case <-s.stop:
+			s.idle.Add(-1)
 			return
+		case h := <-s.created:
+			s.idle.Add(-1)
+			s.driveCreated(h)
 		case id := <-s.ready:
+			s.idle.Add(-1)
 			s.take(id)
 		case <-s.wake:
+			s.idle.Add(-1)
 			s.claim(i)
 		case <-poll:
+			s.idle.Add(-1)
 			s.claim(i)
 		}
 	}
+}
+
+// driveCreated drives a run handed over at its creation.
+func (s *Server) driveCreated(h heldRun) {
+	defer s.hub.driven(h.c.ID)
+	out, err := s.runner.Pool().DriveCreated(s.workCtx, h.ag, h.c, s.stop)
+	s.logDrive(h.c.ID, out, err)
 }
 
 // take drives a run dispatched to this worker, when it is still runnable
@@ -154,8 +195,13 @@ func (s *Server) drive(l store.Lease, acquired time.Time, info store.RunInfo) {
 	// tells a drive in this process at once), never by cutting its
 	// context short here, which would leave the run interrupted.
 	out, err := s.runner.Pool().DriveRead(s.workCtx, ag, l, acquired, info, s.stop)
+	s.logDrive(l.RunID, out, err)
+}
+
+// logDrive logs how a drive of run id ended.
+func (s *Server) logDrive(id string, out shell.Outcome, err error) {
 	if err != nil {
-		s.logf("run %s: %v", l.RunID, err)
+		s.logf("run %s: %v", id, err)
 		return
 	}
 	s.logf("run %s: %s after step %d", out.RunID, out.Status, out.Steps)
