@@ -26,12 +26,14 @@ var errStaleTail = errors.New("the run's remembered tail is stale")
 // Checkpoint appends a step to a run (see store.Runs). The common
 // checkpoint (this store wrote the run's last step, the status stays, no
 // segment closes, no new tool list, no user message) is one fenced INSERT
-// in autocommit: one round trip. Any other is one pipelined batch (one
-// round trip, one implicit transaction) of fenced statements: the step,
-// the run's row (status, turns), the segment it closes, a new tool list;
-// preceded, when this store does not know the run's tail, by one read of
-// it. A step that delivers an inbox message sends the batch with BEGIN and
-// the message's removal, and commits in a second round trip.
+// in autocommit: one round trip, shared with the common checkpoints of
+// other runs that arrive meanwhile (batch.go). Any other is one pipelined
+// batch (one round trip, one implicit transaction) of fenced statements:
+// the step, the run's row (status, turns), the segment it closes, a new
+// tool list; preceded, when this store does not know the run's tail, by
+// one read of it. A step that delivers an inbox message sends the batch
+// with BEGIN and the message's removal, and commits in a second round
+// trip.
 func (s *Postgres) Checkpoint(ctx context.Context, l store.Lease, cp store.Checkpoint) error {
 	runID := l.RunID
 	if err := codec.CheckCheckpoint(cp); err != nil {
@@ -120,8 +122,8 @@ func (s *Postgres) checkpoint(ctx context.Context, l store.Lease, cp store.Check
 	turn := codec.TakesTurn(cp)
 	if status == t.Status && seg == nil && row.NewTools == nil && !turn {
 		// The common checkpoint: one statement, atomic by itself.
-		ct, err := s.pool.Exec(ctx, fencedInsertStepSQL, args...)
-		if err = s.inserted(ctx, l, ct.RowsAffected(), err, retried); err != nil {
+		n, err := s.insertStep(ctx, args)
+		if err = s.inserted(ctx, l, n, err, retried); err != nil {
 			return err
 		}
 	} else {

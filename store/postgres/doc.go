@@ -67,7 +67,12 @@
 //   - The common checkpoint (the run's tail known from the store's cache,
 //     the status unchanged, no segment to close, no new tool list, no
 //     user message) is that
-//     one statement in autocommit: one round trip. Any other checkpoint is
+//     one statement in autocommit: one round trip. The common checkpoints
+//     of other runs that arrive while one is in flight go together, as one
+//     statement over arrays (unnest) with the same lease condition for
+//     each row and ON CONFLICT DO NOTHING, one commit for all (batch.go,
+//     docs/adr/0038-postgres-step-batches.md); a step it did not insert
+//     is sent again alone, whose outcome is the step's. Any other checkpoint is
 //     one pipelined batch (one round trip, one implicit transaction): the
 //     step, then the run's status, the closed segment and a new tool list,
 //     each conditional on the same lease, so all of them write or none

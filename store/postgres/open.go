@@ -65,6 +65,8 @@ type Postgres struct {
 	blobs codec.Blobs
 	// logs holds decoded message logs, for loads.
 	logs *codec.LogCache
+	// steps batches the common checkpoints (batch.go).
+	steps stepBatcher
 }
 
 var _ store.Store = (*Postgres)(nil)

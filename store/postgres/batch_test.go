@@ -1,0 +1,124 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/stepwise-agent/stepwise/store"
+	"github.com/stepwise-agent/stepwise/store/internal/codec"
+)
+
+// queued is the request a common checkpoint cp of the run l holds would
+// put in a batch, built on the tail s remembers.
+func queued(t *testing.T, s *Postgres, l store.Lease, cp store.Checkpoint) *stepReq {
+	t.Helper()
+	tl, ok := s.cache.Tail(l.RunID)
+	if !ok {
+		t.Fatalf("run %s: no tail remembered", l.RunID)
+	}
+	row, _, err := codec.Build(nil, nil, tl, cp, s.now().UnixNano(), &s.tools)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &stepReq{args: stepArgs(&row, tl.RK, l.Token, l.Owner), lead: make(chan bool, 1)}
+}
+
+// TestStepBatch (ADR 0038): one batch inserts the steps whose leases hold
+// and whose seqs are free, each by itself, and leaves the others to the
+// single fenced insert, which gives each its own outcome: a lost lease, a
+// seq taken.
+func TestStepBatch(t *testing.T) {
+	t.Parallel()
+	s := openTest(t)
+	ctx := context.Background()
+	leases := map[string]store.Lease{}
+	synths := map[string]*synth{}
+	for _, id := range []string{"a", "b", "lost", "taken"} {
+		l, err := s.CreateRun(ctx, store.NewRun{ID: id, Agent: "x", Initial: synthInitial(id), Owner: "h/1/x", LeaseTTL: 3600e9})
+		if err != nil {
+			t.Fatal(err)
+		}
+		leases[id], synths[id] = l, newSynth(id)
+	}
+	reqs := map[string]*stepReq{}
+	for _, id := range []string{"a", "b", "lost", "taken"} {
+		reqs[id] = queued(t, s, leases[id], synths[id].next())
+	}
+	exec(t, s, `UPDATE runs SET lease_owner = 'other/2/y' WHERE id = 'lost'`)
+	// The run "taken" gets its step 1 elsewhere (from this store, by the
+	// single path) before the batch carries it.
+	if _, err := s.pool.Exec(ctx, fencedInsertStepSQL, reqs["taken"].args...); err != nil {
+		t.Fatal(err)
+	}
+	s.sendSteps(ctx, []*stepReq{reqs["a"], reqs["lost"], reqs["b"], reqs["taken"]})
+	for id, want := range map[string]bool{"a": true, "b": true, "lost": false, "taken": false} {
+		if q := reqs[id]; q.sent != want || want && (q.n != 1 || q.err != nil) {
+			t.Errorf("run %s: sent %v (%d rows, %v), want sent %v", id, q.sent, q.n, q.err, want)
+		}
+	}
+	for id, want := range map[string]int{"a": 1, "b": 1, "lost": 0, "taken": 1} {
+		if info, err := s.Run(ctx, id); err != nil || info.LastSeq != want {
+			t.Errorf("run %s: last step %d (%v), want %d", id, info.LastSeq, err, want)
+		}
+	}
+	// Sent again alone, each learns its own fate.
+	for id, want := range map[string]error{"lost": store.ErrLeaseLost, "taken": errStaleTail} {
+		ct, err := s.pool.Exec(ctx, fencedInsertStepSQL, reqs[id].args...)
+		if err := s.inserted(ctx, leases[id], ct.RowsAffected(), err, false); !errors.Is(err, want) {
+			t.Errorf("run %s alone: %v, want %v", id, err, want)
+		}
+	}
+}
+
+// TestStepsBatchedUnderLoad: the common checkpoints of many runs written
+// at once go in batches of several steps, and every step is stored once,
+// in order.
+func TestStepsBatchedUnderLoad(t *testing.T) {
+	t.Parallel()
+	s := openTest(t)
+	ctx := context.Background()
+	const runs, steps = 48, 12
+	var wg sync.WaitGroup
+	errs := make(chan error, runs)
+	for i := range runs {
+		id := fmt.Sprintf("run-%02d", i)
+		l, err := s.CreateRun(ctx, store.NewRun{ID: id, Agent: "x", Initial: synthInitial(id), Owner: "h/1/x", LeaseTTL: 3600e9})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() {
+			g := newSynth(id)
+			for range steps {
+				if err := s.Checkpoint(ctx, l, g.next()); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	for i := range runs {
+		id := fmt.Sprintf("run-%02d", i)
+		var seqs []int
+		if err := s.StepsFrom(ctx, id, 0, func(r store.StepRecord) error { seqs = append(seqs, r.Seq); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if len(seqs) != steps+1 || seqs[steps] != steps {
+			t.Fatalf("run %s: steps %v", id, seqs)
+		}
+	}
+	b := &s.steps
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.largest < 2 || b.batches >= runs*steps {
+		t.Fatalf("%d checkpoints went in %d batches, the largest of %d steps: not batched", runs*steps, b.batches, b.largest)
+	}
+	t.Logf("%d checkpoints in %d batches, the largest of %d steps", runs*steps, b.batches, b.largest)
+}
