@@ -3,6 +3,9 @@ package postgres
 import (
 	"context"
 	"sync"
+
+	"github.com/stepwise-agent/stepwise/store"
+	"github.com/stepwise-agent/stepwise/store/internal/codec"
 )
 
 // The common checkpoints of different runs that arrive together are sent
@@ -36,10 +39,12 @@ const batchInsertStepsSQL = `INSERT INTO steps (rk, seq, created_ns, msg_count, 
 // wait for both.
 const stepLeaders = 2
 
-// stepReq is one common checkpoint's fenced insert (stepArgs, then the
-// lease's token and holder), waiting in or sent with a batch.
+// stepReq is one common checkpoint's fenced insert: its row's columns and
+// the lease's token and holder, waiting in or sent with a batch.
 type stepReq struct {
-	args []any
+	rk, seq, created, count, msgSum, sum, token int64
+	body                                        []byte
+	owner                                       string
 	// sent: the step's outcome is n rows inserted, or err (a batch of
 	// one, or a step a larger batch inserted).
 	sent bool
@@ -49,6 +54,19 @@ type stepReq struct {
 	// the steps in batch; false when a batch sent this one.
 	lead  chan bool
 	batch []*stepReq
+}
+
+// set makes q the insert of row in run rk under the lease l, setting
+// row's checksum.
+func (q *stepReq) set(row *codec.Row, rk int64, l store.Lease) {
+	row.Sum = codec.StepSum(rk, row)
+	q.rk, q.seq, q.created, q.count, q.msgSum, q.body, q.sum = rk, int64(row.Seq), row.Created, int64(row.MsgCount), row.MsgSum, nonNil(row.Body), row.Sum
+	q.token, q.owner = l.Token, l.Owner
+}
+
+// args are fencedInsertStepSQL's arguments for q.
+func (q *stepReq) args() []any {
+	return []any{q.rk, q.seq, q.created, q.count, q.msgSum, q.body, q.sum, q.token, q.owner}
 }
 
 // stepBatcher queues the common checkpoints of a store.
@@ -62,16 +80,16 @@ type stepBatcher struct {
 
 var stepReqs = sync.Pool{New: func() any { return &stepReq{lead: make(chan bool, 1)} }}
 
-// insertStep inserts a common checkpoint's step (args as stepArgs gives
-// them, then the lease's token and holder), alone or with others, and
-// reports its outcome as the single fenced insert does (Postgres.inserted).
-func (s *Postgres) insertStep(ctx context.Context, args []any) (rowsAffected int64, err error) {
+// insertStep inserts a common checkpoint's step, row of run rk under the
+// lease l, alone or with others, and reports its outcome as the single
+// fenced insert does (Postgres.inserted).
+func (s *Postgres) insertStep(ctx context.Context, row *codec.Row, rk int64, l store.Lease) (rowsAffected int64, err error) {
 	r := stepReqs.Get().(*stepReq)
 	defer func() {
-		r.args, r.sent, r.n, r.err = nil, false, 0, nil
+		r.body, r.sent, r.n, r.err = nil, false, 0, nil
 		stepReqs.Put(r)
 	}()
-	r.args = args
+	r.set(row, rk, l)
 	b := &s.steps
 	b.mu.Lock()
 	var batch []*stepReq
@@ -87,7 +105,7 @@ func (s *Postgres) insertStep(ctx context.Context, args []any) (rowsAffected int
 			batch, r.batch = r.batch, nil // a leader's place passed on, with the queue
 		}
 	}
-	for batch != nil {
+	if batch != nil {
 		b.mu.Lock()
 		b.batches++
 		b.largest = max(b.largest, len(batch))
@@ -109,7 +127,6 @@ func (s *Postgres) insertStep(ctx context.Context, args []any) (rowsAffected int
 				q.lead <- false
 			}
 		}
-		batch = nil
 		if next != nil {
 			next.lead <- true
 		}
@@ -118,7 +135,7 @@ func (s *Postgres) insertStep(ctx context.Context, args []any) (rowsAffected int
 		return r.n, r.err
 	}
 	// Not inserted by a batch: the single insert tells why, or inserts it.
-	ct, err := s.pool.Exec(ctx, fencedInsertStepSQL, args...)
+	ct, err := s.pool.Exec(ctx, fencedInsertStepSQL, r.args()...)
 	return ct.RowsAffected(), err
 }
 
@@ -127,7 +144,7 @@ func (s *Postgres) insertStep(ctx context.Context, args []any) (rowsAffected int
 func (s *Postgres) sendSteps(ctx context.Context, batch []*stepReq) {
 	if len(batch) == 1 {
 		q := batch[0]
-		ct, err := s.pool.Exec(ctx, fencedInsertStepSQL, q.args...)
+		ct, err := s.pool.Exec(ctx, fencedInsertStepSQL, q.args()...)
 		q.sent, q.n, q.err = true, ct.RowsAffected(), err
 		return
 	}
@@ -137,10 +154,9 @@ func (s *Postgres) sendSteps(ctx context.Context, batch []*stepReq) {
 	type key struct{ rk, seq int64 }
 	index := make(map[key]*stepReq, n)
 	for i, q := range batch {
-		a := q.args
 		rk[i], seq[i], created[i], count[i], msgSum[i], body[i], sum[i], token[i], owner[i] =
-			a[0].(int64), a[1].(int64), a[2].(int64), a[3].(int64), a[4].(int64), a[5].([]byte), a[6].(int64), a[7].(int64), a[8].(string)
-		index[key{rk[i], seq[i]}] = q
+			q.rk, q.seq, q.created, q.count, q.msgSum, q.body, q.sum, q.token, q.owner
+		index[key{q.rk, q.seq}] = q
 	}
 	rows, err := s.pool.Query(ctx, batchInsertStepsSQL, rk, seq, created, count, msgSum, body, sum, token, owner)
 	if err != nil {

@@ -23,7 +23,9 @@ func queued(t *testing.T, s *Postgres, l store.Lease, cp store.Checkpoint) *step
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &stepReq{args: stepArgs(&row, tl.RK, l.Token, l.Owner), lead: make(chan bool, 1)}
+	q := &stepReq{lead: make(chan bool, 1)}
+	q.set(&row, tl.RK, l)
+	return q
 }
 
 // TestStepBatch (ADR 0038): one batch inserts the steps whose leases hold
@@ -50,7 +52,7 @@ func TestStepBatch(t *testing.T) {
 	exec(t, s, `UPDATE runs SET lease_owner = 'other/2/y' WHERE id = 'lost'`)
 	// The run "taken" gets its step 1 elsewhere (from this store, by the
 	// single path) before the batch carries it.
-	if _, err := s.pool.Exec(ctx, fencedInsertStepSQL, reqs["taken"].args...); err != nil {
+	if _, err := s.pool.Exec(ctx, fencedInsertStepSQL, reqs["taken"].args()...); err != nil {
 		t.Fatal(err)
 	}
 	s.sendSteps(ctx, []*stepReq{reqs["a"], reqs["lost"], reqs["b"], reqs["taken"]})
@@ -66,7 +68,7 @@ func TestStepBatch(t *testing.T) {
 	}
 	// Sent again alone, each learns its own fate.
 	for id, want := range map[string]error{"lost": store.ErrLeaseLost, "taken": errStaleTail} {
-		ct, err := s.pool.Exec(ctx, fencedInsertStepSQL, reqs[id].args...)
+		ct, err := s.pool.Exec(ctx, fencedInsertStepSQL, reqs[id].args()...)
 		if err := s.inserted(ctx, leases[id], ct.RowsAffected(), err, false); !errors.Is(err, want) {
 			t.Errorf("run %s alone: %v, want %v", id, err, want)
 		}

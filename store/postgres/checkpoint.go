@@ -118,11 +118,10 @@ func (s *Postgres) checkpoint(ctx context.Context, l store.Lease, cp store.Check
 	if l.Owner == "" { // no holder's lease fences anything
 		return lostOrMissing(ctx, s.pool, l)
 	}
-	args := stepArgs(&row, t.RK, l.Token, l.Owner)
 	turn := codec.TakesTurn(cp)
 	if status == t.Status && seg == nil && row.NewTools == nil && !turn {
 		// The common checkpoint: one statement, atomic by itself.
-		n, err := s.insertStep(ctx, args)
+		n, err := s.insertStep(ctx, &row, t.RK, l)
 		if err = s.inserted(ctx, l, n, err, retried); err != nil {
 			return err
 		}
@@ -130,6 +129,7 @@ func (s *Postgres) checkpoint(ctx context.Context, l store.Lease, cp store.Check
 		// A user message begins a turn: it updates the run as a change
 		// of status does, whether or not the status changes.
 		update := status != t.Status || turn
+		args := stepArgs(&row, t.RK, l.Token, l.Owner)
 		queue := func(b *pgx.Batch) {
 			b.Queue(fencedInsertStepSQL, args...)
 			// The statements after the step's are conditional on the
