@@ -116,9 +116,14 @@ func (p *Pool) DriveCreated(ctx context.Context, ag *Agent, c Created, stop <-ch
 // Release gives back the lease of a run CreateHeld created that no worker
 // here will drive: the run is left runnable, for a worker that claims it.
 func (p *Pool) Release(ctx context.Context, c Created) error {
-	r := p.r
+	return p.r.giveBack(ctx, c.lease)
+}
+
+// giveBack releases l even when ctx has ended, waiting at most a third of
+// the lease's TTL for the store.
+func (r *Runner) giveBack(ctx context.Context, l store.Lease) error {
 	_, err := within(context.WithoutCancel(ctx), r.opts.LeaseTTL/3, func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, r.store.Release(ctx, c.lease)
+		return struct{}{}, r.store.Release(ctx, l)
 	})
 	return err
 }
@@ -134,9 +139,7 @@ func (p *Pool) drive(ctx context.Context, ag *Agent, l store.Lease, acquired tim
 		// release must happen even when ctx has ended, or the run stays
 		// held until the lease expires (as it does when the store does
 		// not answer within a third of the lease's TTL).
-		_, _ = within(context.WithoutCancel(ctx), r.opts.LeaseTTL/3, func(ctx context.Context) (struct{}, error) {
-			return struct{}{}, r.store.Release(ctx, l)
-		})
+		_ = r.giveBack(ctx, l)
 		return Outcome{}, err
 	}
 	h, hctx := r.hold(ctx, l, acquired)
