@@ -182,11 +182,13 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 	in := core.Request{Input: req.Input, Messages: history}
 	var id string
 	var held *heldRun
-	if s.idle.Load() > 0 {
+	if s.reserve() {
 		// A worker waits: the run is created held for it (ADR 0037).
 		var c shell.Created
 		if c, err = runner.Pool().CreateHeld(r.Context(), ag, in); err == nil {
 			id, held = c.ID, &heldRun{ag: ag, c: c}
+		} else {
+			s.unreserve()
 		}
 	} else {
 		id, err = runner.Pool().CreateFrom(r.Context(), ag, in)

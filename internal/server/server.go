@@ -94,7 +94,7 @@ type Server struct {
 	wake     chan struct{} // a runnable run may be waiting
 	ready    chan string   // runs this server made runnable, for a worker (dispatch)
 	created  chan heldRun  // runs created held, for a worker waiting (handOver)
-	idle     atomic.Int64  // workers waiting for work
+	idle     atomic.Int64  // workers waiting for work, less reservations (reserve)
 	stop     chan struct{} // closed: workers take no more runs
 	workCtx  context.Context
 	workStop context.CancelCauseFunc

@@ -39,17 +39,51 @@ type heldRun struct {
 	c  shell.Created
 }
 
-// handOver gives a run created held (createRun, when a worker was idle) to
-// an idle worker, which drives it at once: no lease to take, no read
-// (ADR 0037). When none waits after all (the idle ones took other runs
-// meanwhile, or the server is stopping), the lease goes back and the run
-// is dispatched as any other.
+// handOverWait is how long a run created held waits for a worker when
+// the one reserved is away (handOver).
+const handOverWait = 50 * time.Millisecond
+
+// reserve reserves a waiting worker for a run about to be created held
+// (createRun): it reports false when none waits that another create has
+// not reserved. Each reservation is handed a run (handOver) or given back
+// (unreserve).
+func (s *Server) reserve() bool {
+	for {
+		n := s.idle.Load()
+		if n <= 0 {
+			return false
+		}
+		if s.idle.CompareAndSwap(n, n-1) {
+			return true
+		}
+	}
+}
+
+// unreserve gives a reservation back.
+func (s *Server) unreserve() { s.idle.Add(1) }
+
+// handOver gives a run created held under a reservation (createRun) to a
+// waiting worker, which drives it at once: no lease to take, no read (ADR
+// 0037). When none comes within handOverWait (the one reserved took
+// another run meanwhile), or the server stops, the lease goes back and the
+// run is dispatched as any other.
 func (s *Server) handOver(h heldRun) {
 	select {
 	case s.created <- h:
-		return
+		return // the worker took the reservation with the run
 	default:
 	}
+	// The reserved worker is away: a claim or a poll takes it a moment,
+	// after which it waits again.
+	wait := time.NewTimer(handOverWait)
+	defer wait.Stop()
+	select {
+	case s.created <- h:
+		return
+	case <-wait.C:
+	case <-s.stop:
+	}
+	s.unreserve()
 	if err := s.runner.Pool().Release(s.workCtx, h.c); err != nil {
 		// The lease expires, and a worker claims the run then.
 		s.logf("run %s: give back the lease of a run no worker took: %v", h.c.ID, err)
@@ -61,7 +95,10 @@ func (s *Server) handOver(h heldRun) {
 // work is one worker: it drives the runs handed to it (dispatch,
 // handOver), and claims runnable runs (those other servers or the clock
 // made runnable, and those dispatch could not hand over), until the
-// server stops taking work. s.idle counts the workers waiting for work.
+// server stops taking work. s.idle counts the workers waiting for work,
+// less the reservations of creates (reserve): a worker that takes a run
+// handed over takes its reservation with it, one that takes other work
+// counts itself out.
 func (s *Server) work(i int) {
 	defer s.workers.Done()
 	var poll <-chan time.Time
@@ -79,7 +116,6 @@ func (s *Server) work(i int) {
 			s.idle.Add(-1)
 			return
 		case h := <-s.created:
-			s.idle.Add(-1)
 			s.driveCreated(h)
 		case id := <-s.ready:
 			s.idle.Add(-1)
