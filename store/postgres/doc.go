@@ -48,6 +48,11 @@
 // memory) is stored as bytea, since PostgreSQL's text cannot hold NUL or
 // invalid UTF-8 and SQLite stores them as given.
 //
+// A run's creation is one transaction of three round trips: its BEGIN with
+// the run's insert (with a fresh config's body and a fork's check of its
+// parent), then step 0, whose checksum needs the run's key, then the
+// commit.
+//
 // # Writes and fencing
 //
 // Every write that belongs to driving a run is conditional on the run's

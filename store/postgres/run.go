@@ -34,14 +34,31 @@ func (s *Postgres) CreateRun(ctx context.Context, r store.NewRun) (store.Lease, 
 	if r.Owner != "" {
 		lease = store.Lease{RunID: r.ID, Owner: r.Owner, Token: 1, Expires: clock.Add(r.LeaseTTL).UTC()}
 	}
+	rec := codec.RunRow{
+		ID: r.ID, Agent: r.Agent, ConfigHash: r.ConfigHash, Config: r.Config, Input: r.Input,
+		Status: store.StatusRunning, Created: now, Updated: now, ParentID: r.ParentID, ParentStep: r.ParentStep,
+		Lease: lease, Turns: r.Initial.UserTurns(),
+	}
+	// One round trip begins the transaction and inserts the run (and the
+	// bodies stored once, the parent's check); the step, which needs the
+	// run's key, is the second; the commit the third.
 	var rk int64
+	var queued queuedRun
 	blobs := &blobWrites{s: s}
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = s.inTx(ctx, "", pgx.TxOptions{}, func(b *pgx.Batch) {
 		if r.ParentID != "" {
 			// Steps are never removed: the parent's step, once seen,
 			// stays.
+			b.Queue(`SELECT (SELECT max(seq) FROM steps WHERE rk = r.rk) FROM runs r WHERE r.id = $1`, r.ParentID)
+		}
+		queued = queueRun(b, rec, blobs)
+		if step.NewBlob != nil {
+			blobs.queue(b, step.Blob, step.NewBlob)
+		}
+	}, func(br pgx.BatchResults, tx pgx.Tx) error {
+		if r.ParentID != "" {
 			var last *int64
-			err := tx.QueryRow(ctx, `SELECT (SELECT max(seq) FROM steps WHERE rk = r.rk) FROM runs r WHERE r.id = $1`, r.ParentID).Scan(&last)
+			err := br.QueryRow().Scan(&last)
 			if errors.Is(err, pgx.ErrNoRows) || err == nil && last == nil {
 				return fmt.Errorf("parent run %s: %w", r.ParentID, store.ErrNotFound)
 			}
@@ -52,23 +69,21 @@ func (s *Postgres) CreateRun(ctx context.Context, r store.NewRun) (store.Lease, 
 				return fmt.Errorf("parent run %s step %d: %w", r.ParentID, r.ParentStep, store.ErrNotFound)
 			}
 		}
-		rec := codec.RunRow{
-			ID: r.ID, Agent: r.Agent, ConfigHash: r.ConfigHash, Config: r.Config, Input: r.Input,
-			Status: store.StatusRunning, Created: now, Updated: now, ParentID: r.ParentID, ParentStep: r.ParentStep,
-			Lease: lease, Turns: r.Initial.UserTurns(),
-		}
-		var err error
 		var expires int64
-		if rk, expires, err = insertRun(ctx, tx, rec, blobs); err != nil {
+		var err error
+		if rk, expires, err = queued.scan(br); err != nil {
 			return err
 		}
 		if lease.Owner != "" {
 			lease.Expires = fromNs(expires)
 		}
 		if step.NewBlob != nil {
-			if err := blobs.put(ctx, tx, step.Blob, step.NewBlob); err != nil {
-				return err
+			if _, err := br.Exec(); err != nil {
+				return fmt.Errorf("store a shared body: %w", err)
 			}
+		}
+		if err := br.Close(); err != nil {
+			return err
 		}
 		_, err = tx.Exec(ctx, insertStepSQL, stepArgs(&step, rk)...)
 		return err
@@ -88,23 +103,54 @@ func (s *Postgres) CreateRun(ctx context.Context, r store.NewRun) (store.Lease, 
 // expiry. A held lease's expiry is set by the server's clock
 // (serverNowNs): its TTL is what separates r.Lease.Expires from r.Created.
 func insertRun(ctx context.Context, tx pgx.Tx, r codec.RunRow, blobs *blobWrites) (rk, expires int64, err error) {
-	config, ref, err := blobs.config(ctx, tx, r.Config)
-	if err != nil {
+	b := &pgx.Batch{}
+	q := queueRun(b, r, blobs)
+	br := tx.SendBatch(ctx, b)
+	if rk, expires, err = q.scan(br); err != nil {
+		br.Close()
 		return 0, 0, err
+	}
+	return rk, expires, br.Close()
+}
+
+// queuedRun is a run's insert queued in a batch (queueRun).
+type queuedRun struct {
+	id   string
+	blob bool // the config's body is queued first
+}
+
+// queueRun queues insertRun's statements in b: the config's body, when
+// fresh, then the run's row.
+func queueRun(b *pgx.Batch, r codec.RunRow, blobs *blobWrites) queuedRun {
+	inline, ref, fresh := blobs.s.blobs.SplitConfig(r.Config)
+	if fresh != nil {
+		blobs.queue(b, ref, fresh)
 	}
 	var ttl int64
 	if r.Lease.Owner != "" {
 		ttl = r.Lease.Expires.UnixNano() - r.Created
 	}
-	err = tx.QueryRow(ctx, `INSERT INTO runs (id, agent, config_hash, config, input, status, created_ns, updated_ns,
+	b.Queue(`INSERT INTO runs (id, agent, config_hash, config, input, status, created_ns, updated_ns,
 		answer, fail_code, reason, parent_id, parent_step, retry_ns, lease_owner, lease_token, lease_expires_ns, turns, config_ref)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,
 			CASE WHEN $15 = '' THEN 0 ELSE `+serverNowNs+` + $17::bigint END, $18, $19) RETURNING rk, lease_expires_ns`,
-		r.ID, r.Agent, r.ConfigHash, config, []byte(r.Input), string(r.Status), r.Created, r.Updated,
+		r.ID, r.Agent, r.ConfigHash, nonNil(inline), []byte(r.Input), string(r.Status), r.Created, r.Updated,
 		[]byte(r.Answer), string(r.FailCode), []byte(r.Reason), r.ParentID, int64(r.ParentStep), r.Retry,
-		r.Lease.Owner, r.Lease.Token, ttl, int64(r.Turns), ref).Scan(&rk, &expires)
+		r.Lease.Owner, r.Lease.Token, ttl, int64(r.Turns), ref)
+	return queuedRun{id: r.ID, blob: fresh != nil}
+}
+
+// scan reads the results of the run's queued statements from br: its key
+// and its lease's expiry.
+func (q queuedRun) scan(br pgx.BatchResults) (rk, expires int64, err error) {
+	if q.blob {
+		if _, err := br.Exec(); err != nil {
+			return 0, 0, fmt.Errorf("store a shared body: %w", err)
+		}
+	}
+	err = br.QueryRow().Scan(&rk, &expires)
 	if uniqueViolation(err, "runs_id_key") {
-		return 0, 0, fmt.Errorf("run %s: %w", r.ID, store.ErrExists)
+		return 0, 0, fmt.Errorf("run %s: %w", q.id, store.ErrExists)
 	}
 	return rk, expires, err
 }

@@ -133,3 +133,44 @@ func TestCommonCheckpointLostLease(t *testing.T) {
 		t.Fatalf("a fenced-out checkpoint wrote step %d", info.LastSeq)
 	}
 }
+
+// TestCreateRunRoundTrips: a run's creation is three round trips: the
+// transaction's BEGIN with the run's insert (and a fresh config's body),
+// the step 0 insert, which needs the run's key, and the commit. A fork's
+// check of its parent goes with the first.
+func TestCreateRunRoundTrips(t *testing.T) {
+	t.Parallel()
+	tr := &countTracer{}
+	s := openWith(t, &Options{Now: fakeClock(), MaxConns: 1, tracer: tr})
+	ctx := context.Background()
+	config := []byte(strings.Repeat("a config large enough to be stored once; ", 64))
+	for _, r := range []store.NewRun{
+		{ID: "first", Agent: "x", Config: config, Initial: synthInitial("first"), Owner: "h/1/x", LeaseTTL: 3600e9},
+		{ID: "second", Agent: "x", Config: config, Initial: synthInitial("second")},
+		{ID: "fork", Agent: "x", Initial: synthInitial("fork"), ParentID: "first", ParentStep: 0},
+	} {
+		tr.reset()
+		if _, err := s.CreateRun(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		q, b := tr.reset()
+		if b != 1 || len(q) != 2 || !strings.Contains(q[0], "INSERT INTO steps") || !strings.EqualFold(q[1], "commit") {
+			t.Fatalf("create %s: %d batches and the statements %q; want one batch, then the step's insert and the commit", r.ID, b, q)
+		}
+	}
+	if _, err := s.CreateRun(ctx, store.NewRun{ID: "first", Agent: "x", Initial: synthInitial("first")}); !errors.Is(err, store.ErrExists) {
+		t.Fatalf("a second run with the id: %v", err)
+	}
+	if _, err := s.CreateRun(ctx, store.NewRun{ID: "orphan", Agent: "x", Initial: synthInitial("orphan"), ParentID: "nobody"}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a fork of no run: %v", err)
+	}
+	if _, err := s.Run(ctx, "orphan"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the refused fork was stored: %v", err)
+	}
+	if info, err := s.Run(ctx, "fork"); err != nil || info.ParentID != "first" || string(info.Config) != "" {
+		t.Fatalf("the fork: %+v %v", info, err)
+	}
+	if info, err := s.Run(ctx, "second"); err != nil || string(info.Config) != string(config) {
+		t.Fatalf("the second run's config: %v", err)
+	}
+}
