@@ -31,7 +31,7 @@ func queued(t *testing.T, s *Postgres, l store.Lease, cp store.Checkpoint) *step
 // TestStepBatch (ADR 0038): one batch inserts the steps whose leases hold
 // and whose seqs are free, each by itself, and leaves the others to the
 // single fenced insert, which gives each its own outcome: a lost lease, a
-// seq taken.
+// seq taken. A batch that fails as a whole leaves every step unsent.
 func TestStepBatch(t *testing.T) {
 	t.Parallel()
 	s := openTest(t)
@@ -66,6 +66,30 @@ func TestStepBatch(t *testing.T) {
 			t.Errorf("run %s: last step %d (%v), want %d", id, info.LastSeq, err, want)
 		}
 	}
+	// A batch that fails as a whole (here, its context ended) marks none
+	// sent: each is sent again alone.
+	var failed []*stepReq
+	for _, id := range []string{"c", "d"} {
+		l, err := s.CreateRun(ctx, store.NewRun{ID: id, Agent: "x", Initial: synthInitial(id), Owner: "h/1/x", LeaseTTL: 3600e9})
+		if err != nil {
+			t.Fatal(err)
+		}
+		failed = append(failed, queued(t, s, l, newSynth(id).next()))
+	}
+	ended, cancel := context.WithCancel(ctx)
+	cancel()
+	s.sendSteps(ended, failed)
+	for i, q := range failed {
+		if q.sent {
+			t.Errorf("step %d of a failed batch: sent (%d rows, %v)", i, q.n, q.err)
+		}
+	}
+	for _, id := range []string{"c", "d"} {
+		if info, err := s.Run(ctx, id); err != nil || info.LastSeq != 0 {
+			t.Errorf("run %s after a failed batch: last step %d (%v), want 0", id, info.LastSeq, err)
+		}
+	}
+
 	// Sent again alone, each learns its own fate.
 	for id, want := range map[string]error{"lost": store.ErrLeaseLost, "taken": errStaleTail} {
 		ct, err := s.pool.Exec(ctx, fencedInsertStepSQL, reqs[id].args()...)
