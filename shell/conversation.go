@@ -181,19 +181,11 @@ func (r *Runner) StartFrom(ctx context.Context, ag *Agent, req core.Request) (Ou
 
 // startID creates run id of ag for req and drives it.
 func (r *Runner) startID(ctx context.Context, ag *Agent, id string, req core.Request) (Outcome, error) {
-	st, err := r.first(ag, req)
+	c, err := r.create(ctx, ag, id, req, true)
 	if err != nil {
 		return Outcome{}, err
 	}
-	acquired := time.Now()
-	l, err := r.store.CreateRun(ctx, store.NewRun{
-		ID: id, Agent: ag.Config.Name, ConfigHash: core.ConfigHash(ag.Config),
-		Config: ag.Source, Input: st.Request.Input, Initial: st, Owner: r.opts.Owner, LeaseTTL: r.opts.LeaseTTL,
-	})
-	if err != nil {
-		return Outcome{}, fmt.Errorf("create run: %w", err)
-	}
-	return r.driveHeld(ctx, ag, &cursor{id: id, st: st}, l, acquired)
+	return r.driveHeld(ctx, ag, &cursor{id: c.ID, st: c.st}, c.lease, c.acquired)
 }
 
 // CreateFrom is Create from a core.Request (see Runner.StartFrom).
@@ -202,19 +194,33 @@ func (p *Pool) CreateFrom(ctx context.Context, ag *Agent, req core.Request) (str
 	if err := r.check(ag); err != nil {
 		return "", err
 	}
-	st, err := r.first(ag, req)
+	c, err := r.create(ctx, ag, r.opts.NewID(), req, false)
 	if err != nil {
 		return "", err
 	}
-	id := r.opts.NewID()
-	if _, err := r.store.CreateRun(ctx, store.NewRun{
+	r.states.put(c.ID, 0, c.st)
+	return c.ID, nil
+}
+
+// create stores run id of ag for req, its first state built from req:
+// held by this runner's owner (held), or runnable.
+func (r *Runner) create(ctx context.Context, ag *Agent, id string, req core.Request, held bool) (Created, error) {
+	st, err := r.first(ag, req)
+	if err != nil {
+		return Created{}, err
+	}
+	c := Created{ID: id, acquired: time.Now(), st: st}
+	run := store.NewRun{
 		ID: id, Agent: ag.Config.Name, ConfigHash: core.ConfigHash(ag.Config),
 		Config: ag.Source, Input: st.Request.Input, Initial: st,
-	}); err != nil {
-		return "", fmt.Errorf("create run: %w", err)
 	}
-	r.states.put(id, 0, st)
-	return id, nil
+	if held {
+		run.Owner, run.LeaseTTL = r.opts.Owner, r.opts.LeaseTTL
+	}
+	if c.lease, err = r.store.CreateRun(ctx, run); err != nil {
+		return Created{}, fmt.Errorf("create run: %w", err)
+	}
+	return c, nil
 }
 
 // first is the first state of a run of ag for req: its input or history

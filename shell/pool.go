@@ -92,18 +92,11 @@ func (p *Pool) CreateHeld(ctx context.Context, ag *Agent, req core.Request) (Cre
 	if err := r.check(ag); err != nil {
 		return Created{}, err
 	}
-	st, err := r.first(ag, req)
+	c, err := r.create(ctx, ag, r.opts.NewID(), req, true)
 	if err != nil {
 		return Created{}, err
 	}
-	c := Created{ID: r.opts.NewID(), acquired: time.Now(), st: st}
-	if c.lease, err = r.store.CreateRun(ctx, store.NewRun{
-		ID: c.ID, Agent: ag.Config.Name, ConfigHash: core.ConfigHash(ag.Config),
-		Config: ag.Source, Input: st.Request.Input, Initial: st, Owner: r.opts.Owner, LeaseTTL: r.opts.LeaseTTL,
-	}); err != nil {
-		return Created{}, fmt.Errorf("create run: %w", err)
-	}
-	r.states.put(c.ID, 0, st)
+	r.states.put(c.ID, 0, c.st)
 	return c, nil
 }
 
