@@ -67,7 +67,11 @@ func (s *SQLite) CreateRun(ctx context.Context, r store.NewRun) (store.Lease, er
 	if err != nil {
 		return store.Lease{}, err
 	}
+	// This store wrote step 0: its first checkpoint need not read it
+	// back, and takes the common path (a run created held had its first
+	// checkpoint read its tail and commit synced).
 	s.cache.SetOpenSegment(rk, (*codec.OpenSegment)(nil).Extend(&step, 0))
+	s.cache.SetTail(r.ID, step.Tail(rk, store.StatusRunning))
 	return lease, nil
 }
 

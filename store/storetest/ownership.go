@@ -97,6 +97,9 @@ func testLeases(t *testing.T, h Harness) {
 	if a.Token != 1 || a.Owner != "hostA/1/aa" || a.RunID != "r" || !near(a.Expires, before.Add(10*time.Second)) {
 		t.Fatalf("lease at creation: %+v", a)
 	}
+	// The store wrote step 0: its holder's first checkpoint need not
+	// read it back.
+	remembers(t, h, s, "r", true)
 	info, _ := s.Run(ctx, "r")
 	if info.Lease != a || info.Orphaned(time.Now()) {
 		t.Fatalf("RunInfo.Lease %+v, want %+v (orphaned %v)", info.Lease, a, info.Orphaned(time.Now()))
