@@ -17,9 +17,11 @@ import (
 //
 // The batch is only a faster way to the same outcome: a step it did not
 // insert (its lease is not the run's, or its seq is taken; or the batch
-// failed as a whole) is sent again alone, by the single fenced insert, whose
-// outcome is the step's (Postgres.inserted). Each step of a batch is
-// atomic by itself and fenced by its own run's lease.
+// was rolled back as a whole) is sent again alone, by the single fenced
+// insert, whose outcome is the step's (Postgres.inserted); a batch whose
+// outcome is unknown gives its steps the error that says so, as the single
+// insert would (sendSteps). Each step of a batch is atomic by itself and
+// fenced by its own run's lease.
 
 // batchInsertStepsSQL is fencedInsertStepSQL for many steps: each row is
 // inserted when its run's lease is the one given, and a row whose (rk,
@@ -141,6 +143,19 @@ func (s *Postgres) insertStep(ctx context.Context, row *codec.Row, rk int64, l s
 
 // sendSteps inserts a batch's steps in one statement and marks those
 // inserted. A batch of one is the single fenced insert itself.
+//
+// Two writers of one step (a driver that lost its run and the run's new
+// holder, in one process) never go in one batch: a returned row names its
+// step by (rk, seq) alone, which would not tell whose insert it was. The
+// later is left out, and sent again alone.
+//
+// A batch that fails as a whole is rolled back, or its commit's outcome is
+// unknown (the connection was lost). In the first case each step is sent
+// again alone. In the second, which store.Unavailable recognizes, each
+// step gets that error, as the single insert would: sent again, a step
+// the batch did commit would find its seq taken and take it for a stale
+// tail (ErrSeq), where the caller's retry of an unavailable store learns
+// it was written.
 func (s *Postgres) sendSteps(ctx context.Context, batch []*stepReq) {
 	if len(batch) == 1 {
 		q := batch[0]
@@ -148,19 +163,33 @@ func (s *Postgres) sendSteps(ctx context.Context, batch []*stepReq) {
 		q.sent, q.n, q.err = true, ct.RowsAffected(), err
 		return
 	}
-	n := len(batch)
+	type key struct{ rk, seq int64 }
+	index := make(map[key]*stepReq, len(batch))
+	sent := make([]*stepReq, 0, len(batch))
+	for _, q := range batch {
+		if k := (key{q.rk, q.seq}); index[k] == nil {
+			index[k] = q
+			sent = append(sent, q)
+		}
+	}
+	n := len(sent)
 	rk, seq, created, count, msgSum, sum, token := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
 	body, owner := make([][]byte, n), make([]string, n)
-	type key struct{ rk, seq int64 }
-	index := make(map[key]*stepReq, n)
-	for i, q := range batch {
+	for i, q := range sent {
 		rk[i], seq[i], created[i], count[i], msgSum[i], body[i], sum[i], token[i], owner[i] =
 			q.rk, q.seq, q.created, q.count, q.msgSum, q.body, q.sum, q.token, q.owner
-		index[key{q.rk, q.seq}] = q
+	}
+	failed := func(err error) {
+		if store.Unavailable(err) {
+			for _, q := range sent {
+				q.sent, q.n, q.err = true, 0, err
+			}
+		}
 	}
 	rows, err := s.pool.Query(ctx, batchInsertStepsSQL, rk, seq, created, count, msgSum, body, sum, token, owner)
 	if err != nil {
-		return // each step is sent again alone
+		failed(err)
+		return
 	}
 	var inserted []*stepReq
 	for rows.Next() {
@@ -173,10 +202,8 @@ func (s *Postgres) sendSteps(ctx context.Context, batch []*stepReq) {
 		}
 	}
 	rows.Close()
-	if rows.Err() != nil {
-		// The statement failed, or its outcome is unknown: a step it may
-		// have inserted, sent again alone, finds its seq taken and learns
-		// that as a stale tail would (ErrSeq).
+	if err := rows.Err(); err != nil {
+		failed(err)
 		return
 	}
 	for _, q := range inserted {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stepwise-agent/stepwise/store"
 	"github.com/stepwise-agent/stepwise/store/internal/codec"
@@ -147,4 +148,125 @@ func TestStepsBatchedUnderLoad(t *testing.T) {
 		t.Fatalf("%d checkpoints went in %d batches, the largest of %d steps: not batched", runs*steps, b.batches, b.largest)
 	}
 	t.Logf("%d checkpoints in %d batches, the largest of %d steps", runs*steps, b.batches, b.largest)
+}
+
+// TestStepBatchTwoWritersOfOneStep: a driver that lost its run and the
+// run's new holder, in one process, write the same step at once. In
+// whichever order they reach a batch, the batch credits the holder's
+// insert to the holder, never to the driver that lost the run: that one
+// is sent again alone, and learns it lost the lease.
+func TestStepBatchTwoWritersOfOneStep(t *testing.T) {
+	t.Parallel()
+	s := openTest(t)
+	ctx := context.Background()
+	for _, holderFirst := range []bool{true, false} {
+		id := fmt.Sprintf("run-%v", holderFirst)
+		old, err := s.CreateRun(ctx, store.NewRun{ID: id, Agent: "x", Initial: synthInitial(id), Owner: "old/1/x", LeaseTTL: 3600e9})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cp := newSynth(id).next()
+		lost := queued(t, s, old, cp)
+		// Another worker of this process took the run over.
+		exec(t, s, `UPDATE runs SET lease_owner = 'new/2/y', lease_token = 2 WHERE id = $1`, id)
+		holder := old
+		holder.Owner, holder.Token = "new/2/y", 2
+		held := queued(t, s, holder, cp)
+		batch := []*stepReq{held, lost}
+		if !holderFirst {
+			batch = []*stepReq{lost, held}
+		}
+		s.sendSteps(ctx, batch)
+		if lost.sent {
+			t.Errorf("holder first %v: the lost driver's step: sent (%d rows, %v), want left to the single insert", holderFirst, lost.n, lost.err)
+		}
+		if holderFirst && (!held.sent || held.n != 1 || held.err != nil) {
+			t.Errorf("the holder's step, first in the batch: sent %v (%d rows, %v), want inserted", held.sent, held.n, held.err)
+		}
+		if !holderFirst && held.sent {
+			t.Errorf("the holder's step, second in the batch: sent (%d rows, %v), want left to the single insert", held.n, held.err)
+		}
+		// What the batch left is sent alone, as insertStep does.
+		for _, w := range []struct {
+			q    *stepReq
+			l    store.Lease
+			want error
+		}{{held, holder, nil}, {lost, old, store.ErrLeaseLost}} {
+			if w.q.sent {
+				continue
+			}
+			ct, err := s.pool.Exec(ctx, fencedInsertStepSQL, w.q.args()...)
+			if err := s.inserted(ctx, w.l, ct.RowsAffected(), err, false); !errors.Is(err, w.want) {
+				t.Errorf("holder first %v: %s's step alone: %v, want %v", holderFirst, w.l.Owner, err, w.want)
+			}
+		}
+		if info, err := s.Run(ctx, id); err != nil || info.LastSeq != 1 {
+			t.Errorf("holder first %v: last step %d (%v), want 1", holderFirst, info.LastSeq, err)
+		}
+	}
+}
+
+// TestStepBatchConnectionLost: a batch whose connection is lost (its
+// server process ended while it waited for a run's row) does not know
+// whether it committed. Its steps get that error, which says the store is
+// unavailable (store.Unavailable), so that the caller's retry finds out;
+// none is sent again alone (which would take a step the batch did commit
+// for a stale tail, ErrSeq).
+func TestStepBatchConnectionLost(t *testing.T) {
+	t.Parallel()
+	s := openTest(t)
+	ctx := context.Background()
+	var batch []*stepReq
+	for _, id := range []string{"e", "f"} {
+		l, err := s.CreateRun(ctx, store.NewRun{ID: id, Agent: "x", Initial: synthInitial(id), Owner: "h/1/x", LeaseTTL: 3600e9})
+		if err != nil {
+			t.Fatal(err)
+		}
+		batch = append(batch, queued(t, s, l, newSynth(id).next()))
+	}
+	// Hold run f's row, so that the batch waits for it.
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	var locker int
+	if err := tx.QueryRow(ctx, `SELECT pg_backend_pid() FROM runs WHERE id = 'f' FOR UPDATE`).Scan(&locker); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.sendSteps(ctx, batch)
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var ended bool
+		err := s.pool.QueryRow(ctx, `SELECT coalesce(bool_or(pg_terminate_backend(pid)), false) FROM pg_stat_activity
+			WHERE $1 = ANY(pg_blocking_pids(pid))`, locker).Scan(&ended)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ended {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the batch never waited for the run's row")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	<-done
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, q := range batch {
+		if !q.sent || q.n != 0 || !store.Unavailable(q.err) {
+			t.Errorf("step %d of a batch whose connection was lost: sent %v (%d rows, %v), want sent with an unavailable store's error", i, q.sent, q.n, q.err)
+		}
+	}
+	for _, id := range []string{"e", "f"} {
+		if info, err := s.Run(ctx, id); err != nil || info.LastSeq != 0 {
+			t.Errorf("run %s: last step %d (%v), want 0 (the batch was rolled back)", id, info.LastSeq, err)
+		}
+	}
 }
