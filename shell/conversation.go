@@ -110,10 +110,18 @@ func note(runID string) {
 }
 
 // inboxDue reports whether the drive reads the inbox before acting on a
-// (one of checksInbox's): when a message may be there.
-func inboxDue(cur *cursor, h *holding, a core.Action) bool {
+// (one of checksInbox's): when a message may be there. left is the status
+// the checkpoint of a, written now, left the run in ("" when none was, or
+// it is not known).
+func inboxDue(cur *cursor, h *holding, a core.Action, left store.Status) bool {
 	switch a.(type) {
-	case core.Complete, core.RequestExternalToolCalls:
+	case core.Complete:
+		// A completion whose checkpoint left the run completed had no
+		// message waiting: one posted since made the run running, for a
+		// worker to claim once this drive lets it go. The store leaves a
+		// completing run running only for a message that waits.
+		return left != store.StatusCompleted
+	case core.RequestExternalToolCalls:
 		return true
 	}
 	_, posted := noted.LoadAndDelete(cur.id)

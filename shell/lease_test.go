@@ -39,12 +39,12 @@ func (s *hungStore) Renew(ctx context.Context, l store.Lease, ttl time.Duration)
 	return store.Lease{}, ctx.Err()
 }
 
-func (s *hungStore) Checkpoint(ctx context.Context, l store.Lease, cp store.Checkpoint) error {
+func (s *hungStore) CheckpointStatus(ctx context.Context, l store.Lease, cp store.Checkpoint) (store.Status, error) {
 	if s.hangFrom > 0 && cp.Seq >= s.hangFrom {
 		<-ctx.Done()
-		return context.Cause(ctx)
+		return "", context.Cause(ctx)
 	}
-	return s.Store.Checkpoint(ctx, l, cp)
+	return s.Store.CheckpointStatus(ctx, l, cp)
 }
 
 // TestHeartbeatGivesUpOnAHungStore: when the store stops answering

@@ -38,10 +38,13 @@ func (r *Runner) drive(ctx, hctx context.Context, ag *Agent, cur *cursor, h *hol
 		if err != nil {
 			return Outcome{}, fmt.Errorf("run %s: step: %w", cur.id, err)
 		}
+		// left is the status the checkpoint of a fresh step left the run
+		// in ("" when none was written now, or it is not known).
+		var left store.Status
 		if fresh {
 			// Persist before acting: the request is durable before it is made.
 			cp := store.Checkpoint{Seq: cur.seq + 1, Result: cur.result, Action: a, Delivered: cur.delivered}
-			if err := r.checkpoint(h, cur, cp); err != nil {
+			if left, err = r.checkpoint(h, cur, cp); err != nil {
 				if o, ok := errors.AsType[*StoreOutage](err); ok {
 					return r.outage(cur, h, x, o)
 				}
@@ -69,7 +72,7 @@ func (r *Runner) drive(ctx, hctx context.Context, ag *Agent, cur *cursor, h *hol
 			cur.st, cur.result = next, core.Cancelled{Reason: x.String(reason)}
 			continue
 		}
-		if checksInbox(cfg, a) && inboxDue(cur, h, a) {
+		if checksInbox(cfg, a) && inboxDue(cur, h, a, left) {
 			// A message the user sent is folded in, as a step of its
 			// own, before the request is made (conversation.go).
 			folded, err := r.foldInbox(h, cur, cfg, x)

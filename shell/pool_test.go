@@ -223,8 +223,11 @@ func (c *inboxCounter) Inbox(ctx context.Context, runID string) ([]store.InboxMe
 // TestInboxReadWhenAMessageMayWait: a worker's drive reads the run's inbox
 // before its first model call only when messages were ever posted to the
 // run (RunInfo.Posted, read under the lease): a message posted before the
-// drive, from anywhere, is folded in before that call; a run no one wrote
-// to is read once, at the end of its turn.
+// drive, from anywhere, is folded in before that call. At the end of a
+// turn it reads it only when the answer's checkpoint left the run running
+// (store.Runs.CheckpointStatus): a message posted from another process
+// while the model answered is folded in then, and the run goes on. A run
+// no one wrote to never reads it.
 func TestInboxReadWhenAMessageMayWait(t *testing.T) {
 	db := &inboxCounter{SQLite: openStore(t)}
 	ctx := context.Background()
@@ -238,8 +241,8 @@ func TestInboxReadWhenAMessageMayWait(t *testing.T) {
 	if out := claimAndDrive(t, db, r, quiet); out.RunID != id || out.Status != store.StatusCompleted {
 		t.Fatalf("quiet run: %+v", out)
 	}
-	if n := db.reads.Load(); n != 1 {
-		t.Fatalf("a run no one wrote to read its inbox %d times, want once (at the end of its turn)", n)
+	if n := db.reads.Load(); n != 0 {
+		t.Fatalf("a run no one wrote to read its inbox %d times, want never", n)
 	}
 
 	var saw []string
@@ -265,8 +268,47 @@ func TestInboxReadWhenAMessageMayWait(t *testing.T) {
 	if strings.Join(saw, "|") != "go|and one more thing" {
 		t.Fatalf("the first model call saw the user messages %q, want the input and the posted message", saw)
 	}
-	if n := db.reads.Load(); n < 2 {
-		t.Fatalf("a run with a message posted read its inbox %d times", n)
+	if n := db.reads.Load(); n != 1 {
+		t.Fatalf("a run with a message posted read its inbox %d times, want once (before its first model call)", n)
+	}
+
+	// A message posted straight to the store, as another process does,
+	// while the model answers: no note in this process, no heartbeat
+	// yet, so only the answer's checkpoint can tell of it.
+	saw = nil
+	calls := 0
+	var lateID string
+	late := newAgent(t, modelFunc(func(_ context.Context, req shell.ModelRequest) (core.ModelReply, error) {
+		calls++
+		if calls == 1 {
+			if _, err := db.SQLite.PostMessage(ctx, lateID, "wait, one more"); err != nil {
+				return core.ModelReply{}, err
+			}
+			return core.ModelReply{Text: "first answer"}, nil
+		}
+		for _, m := range req.Messages {
+			if m.Role == core.RoleUser {
+				saw = append(saw, m.Content)
+			}
+		}
+		return core.ModelReply{Text: "second answer"}, nil
+	}))
+	if lateID, err = r.Pool().Create(ctx, late, "go"); err != nil {
+		t.Fatal(err)
+	}
+	db.reads.Store(0)
+	out := claimAndDrive(t, db, r, late)
+	if out.Status != store.StatusCompleted || out.Answer != "second answer" || calls != 2 {
+		t.Fatalf("run with a message posted while the model answered: %+v after %d model calls", out, calls)
+	}
+	if strings.Join(saw, "|") != "go|wait, one more" {
+		t.Fatalf("the second model call saw the user messages %q, want the input and the late message", saw)
+	}
+	if n := db.reads.Load(); n != 1 {
+		t.Fatalf("the run read its inbox %d times, want once (after the first answer)", n)
+	}
+	if info, _ := db.Run(ctx, lateID); info.Status != store.StatusCompleted || info.Turns != 2 || info.Answer != "second answer" {
+		t.Fatalf("after the drive: %+v", info)
 	}
 }
 

@@ -113,22 +113,27 @@ func (r *Runner) storeWrite(h *holding, cur *cursor, what string, fn func(ctx co
 	}
 }
 
-// checkpoint writes cp, riding out an unavailable store (storeWrite). A
+// checkpoint writes cp, riding out an unavailable store (storeWrite), and
+// returns the status it left the run in (store.Runs.CheckpointStatus). A
 // retry refused with store.ErrSeq finds whether the attempt that seemed
 // to fail was committed after all (its acknowledgement lost with the
-// connection): then the step is there, and written.
-func (r *Runner) checkpoint(h *holding, cur *cursor, cp store.Checkpoint) error {
+// connection): then the step is there, and written, and the status it
+// left is not known ("").
+func (r *Runner) checkpoint(h *holding, cur *cursor, cp store.Checkpoint) (left store.Status, err error) {
 	retried := false
-	return r.storeWrite(h, cur, fmt.Sprintf("checkpoint step %d", cp.Seq), func(ctx context.Context) error {
-		err := r.store.Checkpoint(ctx, h.lease(), cp)
+	err = r.storeWrite(h, cur, fmt.Sprintf("checkpoint step %d", cp.Seq), func(ctx context.Context) error {
+		var err error
+		left, err = r.store.CheckpointStatus(ctx, h.lease(), cp)
 		if errors.Is(err, store.ErrSeq) && retried {
 			if info, ierr := r.store.Run(ctx, cur.id); ierr == nil && info.LastSeq == cp.Seq {
+				left = ""
 				return nil
 			}
 		}
 		retried = retried || store.Unavailable(err)
 		return err
 	})
+	return left, err
 }
 
 // unwrittenOutcomes are outcomes of calls that ran in this process and

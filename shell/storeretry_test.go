@@ -14,8 +14,9 @@ import (
 	"github.com/stepwise-agent/stepwise/store"
 )
 
-// flakyStore fails RecordOutcome and Checkpoint with a reset connection
-// while down is set, as a store behind a blip does.
+// flakyStore fails RecordOutcome and CheckpointStatus (the runner's
+// checkpoint) with a reset connection while down is set, as a store behind
+// a blip does.
 type flakyStore struct {
 	store.Store
 	down     atomic.Bool
@@ -30,12 +31,12 @@ func (f *flakyStore) RecordOutcome(ctx context.Context, l store.Lease, seq int, 
 	return f.Store.RecordOutcome(ctx, l, seq, res)
 }
 
-func (f *flakyStore) Checkpoint(ctx context.Context, l store.Lease, cp store.Checkpoint) error {
+func (f *flakyStore) CheckpointStatus(ctx context.Context, l store.Lease, cp store.Checkpoint) (store.Status, error) {
 	if f.down.Load() {
 		f.refusals.Add(1)
-		return fmt.Errorf("checkpoint: %w", syscall.ECONNRESET)
+		return "", fmt.Errorf("checkpoint: %w", syscall.ECONNRESET)
 	}
-	return f.Store.Checkpoint(ctx, l, cp)
+	return f.Store.CheckpointStatus(ctx, l, cp)
 }
 
 // TestUnwrittenOutcomeIsKeptAndWritten: a non-idempotent call finishes

@@ -61,6 +61,12 @@ type Runs interface {
 	// is a core.UserMessage counts a turn (RunInfo.Turns). What it writes
 	// is proportional to what the step added.
 	Checkpoint(ctx context.Context, l Lease, cp Checkpoint) error
+	// CheckpointStatus is Checkpoint, returning the status the step left
+	// the run in: StatusOf(cp.Action), or StatusRunning for a completion
+	// that a message waiting in the inbox kept running. A driver reads
+	// the inbox after a completion only then: a message posted after the
+	// step made the run running for a worker to claim (PostMessage).
+	CheckpointStatus(ctx context.Context, l Lease, cp Checkpoint) (Status, error)
 	// RequestCancel records that the run should end cancelled, with reason
 	// (not empty): for a run another process drives, whose driver sees the
 	// request (RunInfo.CancelReason) and ends the run at its next step. It

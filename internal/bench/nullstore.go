@@ -29,7 +29,10 @@ func (nullStore) Release(context.Context, store.Lease) error { return nil }
 func (nullStore) Claim(context.Context, store.LeaseRequest) (store.Lease, error) {
 	return store.Lease{}, store.ErrNotFound
 }
-func (nullStore) Checkpoint(context.Context, store.Lease, store.Checkpoint) error        { return nil }
+func (nullStore) Checkpoint(context.Context, store.Lease, store.Checkpoint) error { return nil }
+func (nullStore) CheckpointStatus(_ context.Context, _ store.Lease, cp store.Checkpoint) (store.Status, error) {
+	return store.StatusOf(cp.Action), nil
+}
 func (nullStore) SetStatus(context.Context, store.Lease, store.StatusChange) error       { return nil }
 func (nullStore) RequestCancel(context.Context, string, string) error                    { return errNull }
 func (nullStore) PostMessage(context.Context, string, string) (int, error)               { return 0, errNull }

@@ -35,33 +35,40 @@ var errStaleTail = errors.New("the run's remembered tail is stale")
 // with BEGIN and the message's removal, and commits in a second round
 // trip.
 func (s *Postgres) Checkpoint(ctx context.Context, l store.Lease, cp store.Checkpoint) error {
+	_, err := s.CheckpointStatus(ctx, l, cp)
+	return err
+}
+
+// CheckpointStatus is Checkpoint, returning the status the step left the
+// run in (see store.Runs).
+func (s *Postgres) CheckpointStatus(ctx context.Context, l store.Lease, cp store.Checkpoint) (store.Status, error) {
 	runID := l.RunID
 	if err := codec.CheckCheckpoint(cp); err != nil {
-		return fmt.Errorf("checkpoint run %s step %d: %w", runID, cp.Seq, err)
+		return "", fmt.Errorf("checkpoint run %s step %d: %w", runID, cp.Seq, err)
 	}
 	// A checkpoint, once begun, runs to its end (bounded by writeTimeout):
 	// cancelled half-way, it could commit without its caller knowing.
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("checkpoint run %s step %d: %w", runID, cp.Seq, err)
+		return "", fmt.Errorf("checkpoint run %s step %d: %w", runID, cp.Seq, err)
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 	defer cancel()
-	status := store.StatusOf(cp.Action)
-	err := s.checkpoint(ctx, l, cp, status, false)
+	status, err := s.checkpoint(ctx, l, cp, false)
 	if errors.Is(err, errStaleTail) {
 		s.cache.ForgetTail(runID)
-		err = s.checkpoint(ctx, l, cp, status, true)
+		status, err = s.checkpoint(ctx, l, cp, true)
 	}
 	if err != nil {
 		s.cache.ForgetTail(runID)
-		return fmt.Errorf("checkpoint run %s step %d: %w", runID, cp.Seq, err)
+		return "", fmt.Errorf("checkpoint run %s step %d: %w", runID, cp.Seq, err)
 	}
-	return nil
+	return status, nil
 }
 
-// checkpoint writes cp; retried says the remembered tail was found stale
-// once already.
-func (s *Postgres) checkpoint(ctx context.Context, l store.Lease, cp store.Checkpoint, status store.Status, retried bool) error {
+// checkpoint writes cp and returns the status it left the run in; retried
+// says the remembered tail was found stale once already.
+func (s *Postgres) checkpoint(ctx context.Context, l store.Lease, cp store.Checkpoint, retried bool) (store.Status, error) {
+	status := store.StatusOf(cp.Action)
 	runID := l.RunID
 	var back []codec.Row // the steps a closing segment is read back from
 	readBack := false
@@ -71,27 +78,27 @@ func (s *Postgres) checkpoint(ctx context.Context, l store.Lease, cp store.Check
 		var token int64
 		var err error
 		if t, owner, token, back, err = s.readTail(ctx, runID, cp.Seq); err != nil {
-			return err
+			return "", err
 		}
 		// The lease first: a driver that lost the run learns that, not
 		// that its step is out of order.
 		if l.Owner == "" || owner != l.Owner || token != l.Token {
-			return store.LeaseLost(l, owner, token)
+			return "", store.LeaseLost(l, owner, token)
 		}
 		readBack = codec.ClosesSegment(cp.Seq)
 	}
 	if err := codec.Ended(t.Status, t.Seq, cp); err != nil {
-		return err
+		return "", err
 	}
 	if cp.Seq != t.Seq+1 {
-		return fmt.Errorf("%w: seq %d, want %d", store.ErrSeq, cp.Seq, t.Seq+1)
+		return "", fmt.Errorf("%w: seq %d, want %d", store.ErrSeq, cp.Seq, t.Seq+1)
 	}
 	sb := scratchPool.Get().(*scratch)
 	defer scratchPool.Put(sb)
 	row, spare, err := codec.Build(sb.buf, sb.spare, t, cp, s.now().UnixNano(), &s.tools)
 	sb.keep(row.Buf, spare)
 	if err != nil {
-		return err
+		return "", err
 	}
 	open := s.cache.OpenSegment(t.RK).Extend(&row, t.MsgCount)
 	var seg *codec.Segment
@@ -101,11 +108,11 @@ func (s *Postgres) checkpoint(ctx context.Context, l store.Lease, cp store.Check
 			if !readBack {
 				from := max(codec.SegmentStart(row.Seq)-1, 0)
 				if back, err = s.readRows(ctx, s.pool, runID, t.RK, from, row.Seq); err != nil {
-					return fmt.Errorf("write segment: %w", err)
+					return "", fmt.Errorf("write segment: %w", err)
 				}
 			}
 			if sg, ok, err = codec.SegmentFromRows(runID, t.RK, back, &row); err != nil {
-				return fmt.Errorf("write segment: %w", err)
+				return "", fmt.Errorf("write segment: %w", err)
 			}
 		}
 		if ok {
@@ -116,14 +123,14 @@ func (s *Postgres) checkpoint(ctx context.Context, l store.Lease, cp store.Check
 		}
 	}
 	if l.Owner == "" { // no holder's lease fences anything
-		return lostOrMissing(ctx, s.pool, l)
+		return "", lostOrMissing(ctx, s.pool, l)
 	}
 	turn := codec.TakesTurn(cp)
 	if status == t.Status && seg == nil && row.NewTools == nil && !turn {
 		// The common checkpoint: one statement, atomic by itself.
 		n, err := s.insertStep(ctx, &row, t.RK, l)
 		if err = s.inserted(ctx, l, n, err, retried); err != nil {
-			return err
+			return "", err
 		}
 	} else {
 		// A user message begins a turn: it updates the run as a change
@@ -216,7 +223,7 @@ func (s *Postgres) checkpoint(ctx context.Context, l store.Lease, cp store.Check
 			err = s.inserted(ctx, l, ni.n, ni.err, retried)
 		}
 		if err != nil {
-			return err
+			return "", err
 		}
 		if row.NewTools != nil {
 			s.tools.Stored(row.Tools)
@@ -224,7 +231,7 @@ func (s *Postgres) checkpoint(ctx context.Context, l store.Lease, cp store.Check
 	}
 	s.cache.SetOpenSegment(t.RK, open)
 	s.cache.SetTail(runID, row.Tail(t.RK, status))
-	return nil
+	return status, nil
 }
 
 // notInserted is the outcome of a fenced step insert that failed, or

@@ -16,15 +16,22 @@ import (
 // segment every codec.SegmentSteps steps, and a tool list this store does
 // not hold yet.
 func (s *SQLite) Checkpoint(ctx context.Context, l store.Lease, cp store.Checkpoint) error {
+	_, err := s.CheckpointStatus(ctx, l, cp)
+	return err
+}
+
+// CheckpointStatus is Checkpoint, returning the status the step left the
+// run in (see store.Runs).
+func (s *SQLite) CheckpointStatus(ctx context.Context, l store.Lease, cp store.Checkpoint) (store.Status, error) {
 	runID := l.RunID
 	if err := codec.CheckCheckpoint(cp); err != nil {
-		return fmt.Errorf("checkpoint run %s step %d: %w", runID, cp.Seq, err)
+		return "", fmt.Errorf("checkpoint run %s step %d: %w", runID, cp.Seq, err)
 	}
 	// A checkpoint, once its transaction began, runs to its end, as
 	// every write does (wtx); a caller that gave up before, or while it
 	// waited for the write lock, writes nothing.
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("checkpoint run %s step %d: %w", runID, cp.Seq, err)
+		return "", fmt.Errorf("checkpoint run %s step %d: %w", runID, cp.Seq, err)
 	}
 	status := store.StatusOf(cp.Action)
 	var after codec.Tail
@@ -76,11 +83,11 @@ func (s *SQLite) Checkpoint(ctx context.Context, l store.Lease, cp store.Checkpo
 	}
 	if err != nil {
 		s.cache.ForgetTail(runID)
-		return fmt.Errorf("checkpoint run %s step %d: %w", runID, cp.Seq, err)
+		return "", fmt.Errorf("checkpoint run %s step %d: %w", runID, cp.Seq, err)
 	}
 	s.cache.SetOpenSegment(after.RK, open)
 	s.cache.SetTail(runID, after)
-	return nil
+	return after.Status, nil
 }
 
 // appendStep writes cp to the run inside tx, reading the run's last step

@@ -56,12 +56,17 @@ func (c *talk) next(t *testing.T, res core.Result) (cp store.Checkpoint, keep fu
 	return store.Checkpoint{Seq: c.seq + 1, Result: res, Action: a}, func() { c.st, c.seq = a.Next(), c.seq+1 }
 }
 
-// step checkpoints the step after res through s with l, and moves on.
+// step checkpoints the step after res through s with l, and moves on. The
+// status CheckpointStatus says it left the run in must be the run's.
 func (c *talk) step(t *testing.T, s store.Store, l store.Lease, res core.Result, delivered int) {
 	t.Helper()
 	cp, keep := c.next(t, res)
 	cp.Delivered = delivered
-	must(t, s.Checkpoint(context.Background(), l, cp))
+	left, err := s.CheckpointStatus(context.Background(), l, cp)
+	must(t, err)
+	if ri := runInfo(t, s, l.RunID); left != ri.Status {
+		t.Fatalf("step %d left the run %q, says CheckpointStatus; the run is %q", cp.Seq, left, ri.Status)
+	}
 	keep()
 }
 
@@ -248,7 +253,7 @@ func testInboxCompleted(t *testing.T, h Harness) {
 	// A message posted while the run works, not delivered when it
 	// answers: the run stays running.
 	post(t, o, "r", "and then?", 2)
-	c.step(t, s, w, core.ModelReply{Text: "answer 2"}, 0)
+	c.step(t, s, w, core.ModelReply{Text: "answer 2"}, 0) // CheckpointStatus: running
 	if ri := runInfo(t, s, "r"); ri.Status != store.StatusRunning || ri.Turns != 2 {
 		t.Fatalf("an answer while a message waits: %+v", ri)
 	}
