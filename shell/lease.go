@@ -292,6 +292,9 @@ type holding struct {
 	// message another process posted: conversation.go).
 	posted    atomic.Int64
 	inboxHint atomic.Bool
+	// given is set once the run's last checkpoint gave the lease up
+	// (store.Checkpoint.Release): release has nothing to give.
+	given atomic.Bool
 }
 
 // hold starts the heartbeat of l, acquired at the time given; ctx's child,
@@ -460,12 +463,16 @@ func (h *holding) lost() error {
 	return h.lostErr
 }
 
-// release stops the heartbeat and gives the lease up (unless it was lost).
+// gaveUp records that the run's last checkpoint gave the lease up.
+func (h *holding) gaveUp() { h.given.Store(true) }
+
+// release stops the heartbeat and gives the lease up (unless it was lost,
+// or went with the run's last checkpoint).
 func (h *holding) release() {
 	h.r.beats.stop(h)
 	h.cancel(nil)
 	defer h.cancelDurable(nil)
-	if h.lost() == nil {
+	if h.lost() == nil && !h.given.Load() {
 		// The drive's context may be cancelled (an interrupt): the
 		// release must still happen, or the run stays held until expiry
 		// (as it does when the store does not answer in time).

@@ -43,12 +43,16 @@ func (r *Runner) drive(ctx, hctx context.Context, ag *Agent, cur *cursor, h *hol
 		var left store.Status
 		if fresh {
 			// Persist before acting: the request is durable before it is made.
-			cp := store.Checkpoint{Seq: cur.seq + 1, Result: cur.result, Action: a, Delivered: cur.delivered}
+			// A step that ends the run gives the lease up with it.
+			cp := store.Checkpoint{Seq: cur.seq + 1, Result: cur.result, Action: a, Delivered: cur.delivered, Release: ends(a)}
 			if left, err = r.checkpoint(h, cur, cp); err != nil {
 				if o, ok := errors.AsType[*StoreOutage](err); ok {
 					return r.outage(cur, h, x, o)
 				}
 				return Outcome{}, r.lostOr(h, fmt.Errorf("run %s: checkpoint step %d: %w", cur.id, cp.Seq, err))
+			}
+			if cp.Release && left.Ended() {
+				h.gaveUp()
 			}
 			cur.seq, cur.result, cur.delivered = cp.Seq, nil, 0
 			if err := r.progressed(h, cur, a); err != nil {
@@ -216,6 +220,16 @@ func (r *Runner) drive(ctx, hctx context.Context, ag *Agent, cur *cursor, h *hol
 func cancellable(a core.Action) bool {
 	_, pause := a.(core.RequestExternalToolCalls)
 	return pause || isRequest(a)
+}
+
+// ends reports whether a ends the run (unless a waiting message keeps a
+// completion running).
+func ends(a core.Action) bool {
+	switch a.(type) {
+	case core.Complete, core.Fail:
+		return true
+	}
+	return false
 }
 
 // isRequest reports whether a is a request the shell performs (a side

@@ -312,11 +312,16 @@ func TestInboxReadWhenAMessageMayWait(t *testing.T) {
 	}
 }
 
-// readCounter counts the calls of its store that take a run's lease or
-// read the run.
+// readCounter counts the calls of its store that take a run's lease, give
+// it back, or read the run.
 type readCounter struct {
 	*sqlite.SQLite
-	takes, reads atomic.Int32
+	takes, releases, reads atomic.Int32
+}
+
+func (c *readCounter) Release(ctx context.Context, l store.Lease) error {
+	c.releases.Add(1)
+	return c.SQLite.Release(ctx, l)
 }
 
 func (c *readCounter) Acquire(ctx context.Context, runID string, req store.LeaseRequest) (store.Lease, error) {
@@ -337,9 +342,12 @@ func (c *readCounter) LoadLatest(ctx context.Context, runID string) (store.StepR
 // TestCreateHeld: a run created held is stored running with its lease
 // held by the runner's owner, and DriveCreated drives it to its end from
 // the state in hand, taking no lease and reading neither the run nor its
-// steps; a message posted before the drive is taken in its turn, not left
-// behind. A run created held and given back (Release) is left runnable,
-// and so is one whose drive is told to stop before its first request.
+// steps, and gives the lease up with the answer's checkpoint
+// (store.Checkpoint.Release), not by a Release of its own; a message
+// posted before the drive is taken in its turn, not left behind. A run
+// created held and given back (Release) is left runnable, and so is one
+// whose drive is told to stop before its first request (its lease
+// released).
 func TestCreateHeld(t *testing.T) {
 	db := &readCounter{SQLite: openStore(t)}
 	ctx := context.Background()
@@ -374,8 +382,8 @@ func TestCreateHeld(t *testing.T) {
 	if err != nil || out.RunID != c.ID || out.Status != store.StatusCompleted || out.Answer != "done" {
 		t.Fatalf("drive: %+v %v", out, err)
 	}
-	if n, m := db.takes.Load(), db.reads.Load(); n != 0 || m != 0 {
-		t.Fatalf("the drive took the lease %d times and read the run %d times, want neither", n, m)
+	if n, m, k := db.takes.Load(), db.reads.Load(), db.releases.Load(); n != 0 || m != 0 || k != 0 {
+		t.Fatalf("the drive took the lease %d times, read the run %d times and released it %d times, want none", n, m, k)
 	}
 	if strings.Join(saw, "|") != "go|and one more thing" {
 		t.Fatalf("the last model call saw the user messages %q, want the input and the posted message", saw)
@@ -404,8 +412,12 @@ func TestCreateHeld(t *testing.T) {
 	}
 	stop := make(chan struct{})
 	close(stop)
+	db.releases.Store(0)
 	if out, err := r.Pool().DriveCreated(ctx, ag, stopped, stop); err != nil || out.Status != store.StatusRunning {
 		t.Fatalf("a drive told to stop: %+v %v", out, err)
+	}
+	if n := db.releases.Load(); n != 1 {
+		t.Fatalf("a drive told to stop released the lease %d times, want once", n)
 	}
 	if info, _ := db.SQLite.Run(ctx, stopped.ID); info.Status != store.StatusRunning || info.Lease.Owner != "" {
 		t.Fatalf("after a drive told to stop: %+v", info)

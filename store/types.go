@@ -205,6 +205,12 @@ type Checkpoint struct {
 	// this step folds in, whose result is then that core.UserMessage; 0
 	// for none. The checkpoint removes it from the inbox.
 	Delivered int
+	// Release gives the lease up with the step when the step ends the
+	// run (completed, failed or cancelled), in the same transaction, as
+	// Runs.Release would after it: one write where there were two. A
+	// completion that a waiting message keeps running keeps its lease
+	// (Runs.CheckpointStatus says which); any other step ignores it.
+	Release bool
 }
 
 // InboxMessage is a user message posted to a run (Runs.PostMessage) and

@@ -163,16 +163,24 @@ func (s *Postgres) checkpoint(ctx context.Context, l store.Lease, cp store.Check
 				// writes, so this statement sees the message or the post
 				// sees the run completed.
 				set := `$1`
+				// A step that ends the run gives its lease up with it,
+				// when asked (store.Checkpoint.Release): not a completion
+				// a waiting message keeps running.
+				release := `$10`
 				if status == store.StatusCompleted {
 					set = `CASE WHEN EXISTS (SELECT 1 FROM inbox WHERE rk = $6) THEN 'running' ELSE $1 END`
+					release = `($10 AND NOT EXISTS (SELECT 1 FROM inbox WHERE rk = $6))`
 				}
 				var turns int64
 				if turn {
 					turns = 1
 				}
 				b.Queue(`UPDATE runs SET status = `+set+`, updated_ns = $2, answer = $3, fail_code = $4, reason = $5, retry_ns = 0, stall_attempts = 0,
-					turns = turns + $9 WHERE rk = $6 AND lease_token = $7 AND lease_owner = $8 RETURNING status`,
-					string(status), row.Created, []byte(answer), string(code), []byte(reason), t.RK, l.Token, l.Owner, turns)
+					turns = turns + $9, lease_owner = CASE WHEN `+release+` THEN '' ELSE lease_owner END,
+					lease_expires_ns = CASE WHEN `+release+` THEN 0 ELSE lease_expires_ns END
+					WHERE rk = $6 AND lease_token = $7 AND lease_owner = $8 RETURNING status`,
+					string(status), row.Created, []byte(answer), string(code), []byte(reason), t.RK, l.Token, l.Owner, turns,
+					cp.Release && status.Ended())
 			}
 			if seg != nil {
 				b.Queue(`INSERT INTO segments (rk, seq_from, seq_to, first, n, body, sum)

@@ -160,9 +160,14 @@ func (s *SQLite) appendStep(ctx context.Context, tx *wtx, l store.Lease, cp stor
 		if turn {
 			turns = 1
 		}
+		// A step that ends the run gives its lease up with it, when
+		// asked (store.Checkpoint.Release); the step's fenced insert
+		// above checked the lease.
+		release := cp.Release && status.Ended()
 		if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, updated_ns = ?, answer = ?, fail_code = ?, reason = ?, retry_ns = 0, stall_attempts = 0,
-			turns = turns + ? WHERE rk = ?`,
-			string(status), row.Created, answer, string(code), reason, turns, t.RK); err != nil {
+			turns = turns + ?, lease_owner = CASE WHEN ? THEN '' ELSE lease_owner END, lease_expires_ns = CASE WHEN ? THEN 0 ELSE lease_expires_ns END
+			WHERE rk = ?`,
+			string(status), row.Created, answer, string(code), reason, turns, release, release, t.RK); err != nil {
 			return after, nil, fmt.Errorf("update run: %w", err)
 		}
 	}

@@ -283,6 +283,69 @@ func testInboxCompleted(t *testing.T, h Harness) {
 	}
 }
 
+// testReleasingCheckpoint: a step that ends the run with
+// Checkpoint.Release gives the lease up with it: the run is free, another
+// driver acquires it without a take-over, and the old holder is fenced out.
+// A step that does not end the run, and a completion that a waiting
+// message keeps running, keep the lease, and the holder goes on. A
+// cancellation that ends the run releases it too.
+func testReleasingCheckpoint(t *testing.T, h Harness) {
+	ctx := context.Background()
+	s := open(t, h, nil)
+	c := newTalk(t, s, "r", core.Request{Input: "question"})
+	l := leaseOf(t, s, "r")
+	held := func(want bool, when string) {
+		t.Helper()
+		ri := runInfo(t, s, "r")
+		if got := ri.Lease.Owner == l.Owner && ri.Lease.Token == l.Token; got != want {
+			t.Fatalf("%s: the run's lease is %+v; held by %s: %v, want %v", when, ri.Lease, l.Owner, got, want)
+		}
+	}
+	step := func(res core.Result, delivered int, want store.Status) {
+		t.Helper()
+		cp, keep := c.next(t, res)
+		cp.Delivered, cp.Release = delivered, true
+		left, err := s.CheckpointStatus(ctx, l, cp)
+		must(t, err)
+		if left != want {
+			t.Fatalf("step %d left the run %q, want %q", cp.Seq, left, want)
+		}
+		keep()
+	}
+	step(nil, 0, store.StatusRunning)
+	held(true, "after a step that does not end the run")
+	post(t, reopen(t, h, s, nil), "r", "one more", 1)
+	step(core.ModelReply{Text: "first answer"}, 0, store.StatusRunning)
+	held(true, "after an answer while a message waits")
+	step(core.UserMessage{Content: "one more"}, 1, store.StatusRunning)
+	step(core.ModelReply{Text: "second answer"}, 0, store.StatusCompleted)
+	held(false, "after the answer")
+	if ri := runInfo(t, s, "r"); ri.Status != store.StatusCompleted || ri.Answer != "second answer" || ri.Lease.Owner != "" {
+		t.Fatalf("after the answer: %+v", ri)
+	}
+	next, err := s.Acquire(ctx, "r", store.LeaseRequest{Owner: "next/2/y", TTL: time.Hour})
+	if err != nil || next.Token != l.Token+1 {
+		t.Fatalf("acquiring the run its answer released: %+v %v", next, err)
+	}
+	if err := s.Release(ctx, l); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("the old holder's release: %v, want ErrLeaseLost", err)
+	}
+	forgetLease(s, "r")
+
+	// A cancellation ends the run: released.
+	c = newTalk(t, s, "x", core.Request{Input: "question"})
+	l = leaseOf(t, s, "x")
+	c.step(t, s, l, nil, 0)
+	cp, _ := c.next(t, core.Cancelled{Reason: "stop"})
+	cp.Release = true
+	if left, err := s.CheckpointStatus(ctx, l, cp); err != nil || left != store.StatusCancelled {
+		t.Fatalf("the cancellation: %q %v", left, err)
+	}
+	if ri := runInfo(t, s, "x"); ri.Status != store.StatusCancelled || ri.Lease.Owner != "" {
+		t.Fatalf("after the cancellation: %+v", ri)
+	}
+}
+
 // testInboxRacingPosts: posts racing from goroutines of two stores on one
 // database get distinct numbers, 1 to n, and none is lost.
 func testInboxRacingPosts(t *testing.T, h Harness) {

@@ -118,6 +118,7 @@ var cases = []struct {
 	{"InboxPost", testInboxPost},
 	{"InboxDelivery", testInboxDelivery},
 	{"InboxCompleted", testInboxCompleted},
+	{"ReleasingCheckpoint", testReleasingCheckpoint},
 	{"InboxRacingPosts", testInboxRacingPosts},
 	{"InboxCorrupt", testInboxCorrupt},
 	{"Turns", testTurns},
