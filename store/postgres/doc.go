@@ -91,7 +91,9 @@
 //     result is a core.UserMessage also counts a turn in the run's row;
 //     one that completes the run sets the status with a CASE over the
 //     inbox (running while it holds a message) and reads it back
-//     (RETURNING). PostMessage reads the run's row FOR UPDATE, so racing
+//     (RETURNING, what CheckpointStatus returns); with Checkpoint.Release,
+//     the same UPDATE gives the lease up unless the run stays running.
+//     PostMessage reads the run's row FOR UPDATE, so racing
 //     posts take the run's counter in turn and a post and a checkpoint
 //     serialize: the step insert's FOR SHARE waits for the post, or the
 //     post for the checkpoint.

@@ -43,8 +43,10 @@
 //     with Delivered removes that message in its transaction, and only
 //     when it is the oldest waiting (ErrConflict otherwise); one whose
 //     result is a core.UserMessage counts a turn (runs.turns); one that
-//     completes the run while its inbox holds a message leaves it running.
-//     Only these checkpoints read or write the inbox.
+//     completes the run while its inbox holds a message leaves it running
+//     (CheckpointStatus says so), and keeps its lease; one that ends the
+//     run with Checkpoint.Release gives the lease up in the UPDATE that
+//     sets its status. Only these checkpoints read or write the inbox.
 //   - RecordIntent is durable before a tool call runs, RecordOutcome after.
 //     After a crash, Intents tells the calls of a step that completed (an
 //     outcome), that were in flight (an intent only), and, by absence, that
