@@ -48,10 +48,13 @@
 // memory) is stored as bytea, since PostgreSQL's text cannot hold NUL or
 // invalid UTF-8 and SQLite stores them as given.
 //
-// A run's creation is one transaction of three round trips: its BEGIN with
-// the run's insert (with a fresh config's body and a fork's check of its
-// parent), then step 0, whose checksum needs the run's key, then the
-// commit.
+// A run's creation is one statement, in autocommit (one round trip): the
+// run's row and step 0, whose checksum covers the run's key, under a key
+// the store took from the runs' sequence beforehand (rkBlock at a time).
+// One that stores a config's or a first message's body for the first time,
+// or a fork (its parent is checked), is one transaction of three round
+// trips: its BEGIN with the run's insert (the body, the parent's check),
+// then step 0, then the commit.
 //
 // # Writes and fencing
 //

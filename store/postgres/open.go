@@ -67,6 +67,8 @@ type Postgres struct {
 	logs *codec.LogCache
 	// steps batches the common checkpoints (batch.go).
 	steps stepBatcher
+	// rks are run keys taken for creates (run.go).
+	rks rkPool
 }
 
 var _ store.Store = (*Postgres)(nil)

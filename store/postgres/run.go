@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stepwise-agent/stepwise/core"
@@ -14,7 +15,8 @@ import (
 )
 
 // CreateRun stores a new run (see store.Runs): the run's row and its step 0
-// in one transaction.
+// in one statement (createRunSQL), or in one transaction when a body is
+// stored once for the first time or a fork's parent is checked.
 func (s *Postgres) CreateRun(ctx context.Context, r store.NewRun) (store.Lease, error) {
 	if r.ID == "" {
 		return store.Lease{}, errors.New("create run: empty id")
@@ -39,10 +41,29 @@ func (s *Postgres) CreateRun(ctx context.Context, r store.NewRun) (store.Lease, 
 		Status: store.StatusRunning, Created: now, Updated: now, ParentID: r.ParentID, ParentStep: r.ParentStep,
 		Lease: lease, Turns: r.Initial.UserTurns(),
 	}
-	// One round trip begins the transaction and inserts the run (and the
-	// bodies stored once, the parent's check); the step, which needs the
-	// run's key, is the second; the commit the third.
-	var rk int64
+	if r.ParentID == "" && step.NewBlob == nil {
+		if inline, ref, fresh := s.blobs.SplitConfig(r.Config); fresh == nil {
+			// The common create: no parent to check, no body to store
+			// once. One statement, under a key taken beforehand.
+			rk, err := s.nextRK(ctx)
+			if err != nil {
+				return store.Lease{}, fmt.Errorf("create run %s: %w", r.ID, err)
+			}
+			var expires int64
+			err = s.pool.QueryRow(ctx, createRunSQL, append(runArgs(rec, inline, ref), stepArgs(&step, rk)...)...).Scan(&expires)
+			if uniqueViolation(err, "runs_id_key") {
+				err = fmt.Errorf("run %s: %w", r.ID, store.ErrExists)
+			}
+			if err != nil {
+				return store.Lease{}, fmt.Errorf("create run %s: %w", r.ID, err)
+			}
+			return s.created(r.ID, rk, &step, lease, expires), nil
+		}
+	}
+	// Else one round trip begins the transaction and inserts the run (and
+	// the bodies stored once, the parent's check); the step, which needs
+	// the run's key, is the second; the commit the third.
+	var rk, expires int64
 	var queued queuedRun
 	blobs := &blobWrites{s: s}
 	err = s.inTx(ctx, "", pgx.TxOptions{}, func(b *pgx.Batch) {
@@ -69,13 +90,9 @@ func (s *Postgres) CreateRun(ctx context.Context, r store.NewRun) (store.Lease, 
 				return fmt.Errorf("parent run %s step %d: %w", r.ParentID, r.ParentStep, store.ErrNotFound)
 			}
 		}
-		var expires int64
 		var err error
 		if rk, expires, err = queued.scan(br); err != nil {
 			return err
-		}
-		if lease.Owner != "" {
-			lease.Expires = fromNs(expires)
 		}
 		if step.NewBlob != nil {
 			if _, err := br.Exec(); err != nil {
@@ -92,10 +109,54 @@ func (s *Postgres) CreateRun(ctx context.Context, r store.NewRun) (store.Lease, 
 		return store.Lease{}, fmt.Errorf("create run %s: %w", r.ID, err)
 	}
 	blobs.committed()
-	// This store wrote step 0: its first checkpoint need not read it back.
-	s.cache.SetOpenSegment(rk, (*codec.OpenSegment)(nil).Extend(&step, 0))
-	s.cache.SetTail(r.ID, step.Tail(rk, store.StatusRunning))
-	return lease, nil
+	return s.created(r.ID, rk, &step, lease, expires), nil
+}
+
+// created remembers what a store that created run id under the key rk
+// knows of it (step 0 was its last step: its first checkpoint need not read
+// it back), and returns its lease, which expires at expires (ns; none when
+// the run is not held).
+func (s *Postgres) created(id string, rk int64, step *codec.Row, lease store.Lease, expires int64) store.Lease {
+	s.cache.SetOpenSegment(rk, (*codec.OpenSegment)(nil).Extend(step, 0))
+	s.cache.SetTail(id, step.Tail(rk, store.StatusRunning))
+	if lease.Owner != "" {
+		lease.Expires = fromNs(expires)
+	}
+	return lease
+}
+
+// rkBlock is how many run keys a store takes from the runs' sequence at a
+// time, for its creates (nextRK).
+const rkBlock = 64
+
+// rkPool holds the run keys a store took and has not used.
+type rkPool struct {
+	mu   sync.Mutex
+	free []int64
+}
+
+// nextRK is a run key no other run has or will have: taken from the runs'
+// sequence, rkBlock at a time (one round trip per rkBlock creates). Keys
+// a store took and never used (it closed, its process died, a create was
+// refused) are skipped; keys say nothing of creation order across stores.
+func (s *Postgres) nextRK(ctx context.Context) (int64, error) {
+	p := &s.rks
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.free) == 0 {
+		rows, err := s.pool.Query(ctx, `SELECT nextval(pg_get_serial_sequence('runs', 'rk')) FROM generate_series(1, $1)`, rkBlock)
+		if err != nil {
+			return 0, fmt.Errorf("take run keys: %w", err)
+		}
+		keys, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return 0, fmt.Errorf("take run keys: %w", err)
+		}
+		p.free = keys
+	}
+	rk := p.free[0]
+	p.free = p.free[1:]
+	return rk, nil
 }
 
 // insertRun inserts a run (its steps follow), its config stored once
@@ -126,18 +187,42 @@ func queueRun(b *pgx.Batch, r codec.RunRow, blobs *blobWrites) queuedRun {
 	if fresh != nil {
 		blobs.queue(b, ref, fresh)
 	}
+	b.Queue(insertRunSQL+` RETURNING rk, lease_expires_ns`, runArgs(r, inline, ref)...)
+	return queuedRun{id: r.ID, blob: fresh != nil}
+}
+
+// runColumns and runValues insert a run's row from runArgs. A held lease's
+// expiry is set by the server's clock (serverNowNs) from its TTL ($17).
+const (
+	runColumns = `id, agent, config_hash, config, input, status, created_ns, updated_ns,
+		answer, fail_code, reason, parent_id, parent_step, retry_ns, lease_owner, lease_token, lease_expires_ns, turns, config_ref`
+	runValues = `$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,
+		CASE WHEN $15 = '' THEN 0 ELSE ` + serverNowNs + ` + $17::bigint END, $18, $19`
+)
+
+// insertRunSQL inserts a run's row, its key from the runs' sequence.
+const insertRunSQL = `INSERT INTO runs (` + runColumns + `) VALUES (` + runValues + `)`
+
+// createRunSQL creates a run in one statement, in autocommit (one round
+// trip, atomic by itself): the run's row under the key $20, taken from the
+// runs' sequence beforehand (Postgres.nextRK), and its step 0, whose
+// checksum covers the key ($20-$26: insertStepSQL's arguments). It returns
+// the lease's expiry.
+const createRunSQL = `WITH run AS (INSERT INTO runs (` + runColumns + `, rk) OVERRIDING SYSTEM VALUE
+		VALUES (` + runValues + `, $20) RETURNING lease_expires_ns)
+	INSERT INTO steps (rk, seq, created_ns, msg_count, msg_sum, body, sum) SELECT $20, $21, $22, $23, $24, $25, $26 FROM run
+	RETURNING (SELECT lease_expires_ns FROM run)`
+
+// runArgs are runValues' arguments for r, its config split into inline
+// and ref (codec.Blobs.SplitConfig).
+func runArgs(r codec.RunRow, inline, ref []byte) []any {
 	var ttl int64
 	if r.Lease.Owner != "" {
 		ttl = r.Lease.Expires.UnixNano() - r.Created
 	}
-	b.Queue(`INSERT INTO runs (id, agent, config_hash, config, input, status, created_ns, updated_ns,
-		answer, fail_code, reason, parent_id, parent_step, retry_ns, lease_owner, lease_token, lease_expires_ns, turns, config_ref)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,
-			CASE WHEN $15 = '' THEN 0 ELSE `+serverNowNs+` + $17::bigint END, $18, $19) RETURNING rk, lease_expires_ns`,
-		r.ID, r.Agent, r.ConfigHash, nonNil(inline), []byte(r.Input), string(r.Status), r.Created, r.Updated,
+	return []any{r.ID, r.Agent, r.ConfigHash, nonNil(inline), []byte(r.Input), string(r.Status), r.Created, r.Updated,
 		[]byte(r.Answer), string(r.FailCode), []byte(r.Reason), r.ParentID, int64(r.ParentStep), r.Retry,
-		r.Lease.Owner, r.Lease.Token, ttl, int64(r.Turns), ref)
-	return queuedRun{id: r.ID, blob: fresh != nil}
+		r.Lease.Owner, r.Lease.Token, ttl, int64(r.Turns), ref}
 }
 
 // scan reads the results of the run's queued statements from br: its key

@@ -134,29 +134,60 @@ func TestCommonCheckpointLostLease(t *testing.T) {
 	}
 }
 
-// TestCreateRunRoundTrips: a run's creation is three round trips: the
-// transaction's BEGIN with the run's insert (and a fresh config's body),
-// the step 0 insert, which needs the run's key, and the commit. A fork's
-// check of its parent goes with the first.
+// TestCreateRunRoundTrips: a run's creation is one statement, in one
+// round trip, under a key taken from the runs' sequence beforehand (one
+// more round trip per rkBlock creates). A create that stores a config's
+// body for the first time, or a fork, whose parent is checked, is a
+// transaction of three: its BEGIN with the run's insert (the body, the
+// parent's check), the step 0 insert, and the commit.
 func TestCreateRunRoundTrips(t *testing.T) {
 	t.Parallel()
 	tr := &countTracer{}
 	s := openWith(t, &Options{Now: fakeClock(), MaxConns: 1, tracer: tr})
 	ctx := context.Background()
 	config := []byte(strings.Repeat("a config large enough to be stored once; ", 64))
-	for _, r := range []store.NewRun{
-		{ID: "first", Agent: "x", Config: config, Initial: synthInitial("first"), Owner: "h/1/x", LeaseTTL: 3600e9},
-		{ID: "second", Agent: "x", Config: config, Initial: synthInitial("second")},
-		{ID: "fork", Agent: "x", Initial: synthInitial("fork"), ParentID: "first", ParentStep: 0},
+	for _, c := range []struct {
+		r   store.NewRun
+		one bool
+	}{
+		{store.NewRun{ID: "first", Agent: "x", Config: config, Initial: synthInitial("first"), Owner: "h/1/x", LeaseTTL: 3600e9}, false},
+		{store.NewRun{ID: "second", Agent: "x", Config: config, Initial: synthInitial("second"), Owner: "h/1/x", LeaseTTL: 3600e9}, true},
+		{store.NewRun{ID: "third", Agent: "x", Config: []byte("small"), Initial: synthInitial("third")}, true},
+		{store.NewRun{ID: "fork", Agent: "x", Initial: synthInitial("fork"), ParentID: "first", ParentStep: 0}, false},
 	} {
 		tr.reset()
-		if _, err := s.CreateRun(ctx, r); err != nil {
+		l, err := s.CreateRun(ctx, c.r)
+		if err != nil {
 			t.Fatal(err)
 		}
 		q, b := tr.reset()
-		if b != 1 || len(q) != 2 || !strings.Contains(q[0], "INSERT INTO steps") || !strings.EqualFold(q[1], "commit") {
-			t.Fatalf("create %s: %d batches and the statements %q; want one batch, then the step's insert and the commit", r.ID, b, q)
+		switch {
+		case c.one:
+			if len(q) > 0 && strings.Contains(q[0], "nextval") {
+				q = q[1:] // the store's first keys
+			}
+			if b != 0 || len(q) != 1 || !strings.Contains(q[0], "OVERRIDING SYSTEM VALUE") {
+				t.Fatalf("create %s: %d batches and the statements %q; want the one statement", c.r.ID, b, q)
+			}
+		case b != 1 || len(q) != 2 || !strings.Contains(q[0], "INSERT INTO steps") || !strings.EqualFold(q[1], "commit"):
+			t.Fatalf("create %s: %d batches and the statements %q; want one batch, then the step's insert and the commit", c.r.ID, b, q)
 		}
+		info, err := s.Run(ctx, c.r.ID)
+		if err != nil || info.LastSeq != 0 || info.Status != store.StatusRunning || info.Lease.Owner != c.r.Owner {
+			t.Fatalf("create %s: %+v %v", c.r.ID, info, err)
+		}
+		if c.r.Owner != "" && (info.Lease != l || l.Token != 1 || l.Expires.IsZero()) {
+			t.Fatalf("create %s: lease %+v, the run's %+v", c.r.ID, l, info.Lease)
+		}
+		// Its first checkpoint need not read step 0 back.
+		if _, ok := s.cache.Tail(c.r.ID); !ok {
+			t.Fatalf("create %s: the store does not remember the run's tail", c.r.ID)
+		}
+	}
+	// A run whose id is taken is refused, in one statement or in the
+	// transaction.
+	if _, err := s.CreateRun(ctx, store.NewRun{ID: "second", Agent: "x", Initial: synthInitial("second")}); !errors.Is(err, store.ErrExists) {
+		t.Fatalf("a second run with the id (one statement): %v", err)
 	}
 	if _, err := s.CreateRun(ctx, store.NewRun{ID: "first", Agent: "x", Initial: synthInitial("first")}); !errors.Is(err, store.ErrExists) {
 		t.Fatalf("a second run with the id: %v", err)
