@@ -115,18 +115,20 @@ func (r *Runner) storeWrite(h *holding, cur *cursor, what string, fn func(ctx co
 
 // checkpoint writes cp, riding out an unavailable store (storeWrite), and
 // returns the status it left the run in (store.Runs.CheckpointStatus). A
-// retry refused with store.ErrSeq finds whether the attempt that seemed
-// to fail was committed after all (its acknowledgement lost with the
-// connection): then the step is there, and written, and the status it
-// left is not known ("").
+// retry that finds the step's seq taken (store.ErrSeq), the run ended
+// (store.ErrEnded) or the lease gone (store.ErrLeaseLost: the step gave it
+// up, cp.Release) finds out whether the attempt that seemed to fail was
+// committed after all, its acknowledgement lost with the connection
+// (written).
 func (r *Runner) checkpoint(h *holding, cur *cursor, cp store.Checkpoint) (left store.Status, err error) {
 	retried := false
 	err = r.storeWrite(h, cur, fmt.Sprintf("checkpoint step %d", cp.Seq), func(ctx context.Context) error {
 		var err error
-		left, err = r.store.CheckpointStatus(ctx, h.lease(), cp)
-		if errors.Is(err, store.ErrSeq) && retried {
-			if info, ierr := r.store.Run(ctx, cur.id); ierr == nil && info.LastSeq == cp.Seq {
-				left = ""
+		l := h.lease()
+		left, err = r.store.CheckpointStatus(ctx, l, cp)
+		if retried && (errors.Is(err, store.ErrSeq) || errors.Is(err, store.ErrEnded) || errors.Is(err, store.ErrLeaseLost)) {
+			var ok bool
+			if ok, left = r.written(ctx, cur.id, l, cp); ok {
 				return nil
 			}
 		}
@@ -134,6 +136,26 @@ func (r *Runner) checkpoint(h *holding, cur *cursor, cp store.Checkpoint) (left 
 		return err
 	})
 	return left, err
+}
+
+// written reports whether step cp of the run, refused when tried again
+// under the lease l, was stored by an earlier attempt: the run's last step
+// is cp.Seq and the lease is still l (a take-over always raises its token),
+// held, or given up by cp itself (cp.Release, a step that ended the run).
+// left is then the status cp left the run in: the end's, or "" (not known)
+// while the lease is held.
+func (r *Runner) written(ctx context.Context, runID string, l store.Lease, cp store.Checkpoint) (ok bool, left store.Status) {
+	info, err := r.store.Run(ctx, runID)
+	if err != nil || info.LastSeq != cp.Seq || info.Lease.Token != l.Token {
+		return false, ""
+	}
+	switch {
+	case info.Lease.Owner == l.Owner:
+		return true, ""
+	case info.Lease.Owner == "" && cp.Release:
+		return true, store.StatusOf(cp.Action)
+	}
+	return false, ""
 }
 
 // unwrittenOutcomes are outcomes of calls that ran in this process and

@@ -110,3 +110,51 @@ func hasToolResult(ms []core.Message) bool {
 	}
 	return false
 }
+
+// lostAckStore commits the checkpoint of the first step whose action is
+// like trip's, then reports a reset connection: its acknowledgement lost,
+// as behind a blip.
+type lostAckStore struct {
+	store.Store
+	trip    core.Action
+	tripped atomic.Bool
+}
+
+func (s *lostAckStore) CheckpointStatus(ctx context.Context, l store.Lease, cp store.Checkpoint) (store.Status, error) {
+	left, err := s.Store.CheckpointStatus(ctx, l, cp)
+	if err == nil && fmt.Sprintf("%T", cp.Action) == fmt.Sprintf("%T", s.trip) && s.tripped.CompareAndSwap(false, true) {
+		return "", fmt.Errorf("checkpoint: %w", syscall.ECONNRESET)
+	}
+	return left, err
+}
+
+// TestLostAcknowledgement: a checkpoint that was committed though its
+// caller saw the connection reset is found written when retried, whether
+// the retry is refused for its seq (a step in the middle of the run) or
+// for the lease the step gave up with the run's end (store.Checkpoint.
+// Release): the drive goes on, or ends, as if the first attempt had
+// answered, and the run is stored once, completed, its lease free.
+func TestLostAcknowledgement(t *testing.T) {
+	for _, trip := range []core.Action{core.RequestModelCall{}, core.Complete{}} {
+		t.Run(fmt.Sprintf("%T", trip), func(t *testing.T) {
+			ctx := context.Background()
+			fs := &lostAckStore{Store: openStore(t), trip: trip}
+			calls := 0
+			ag := newAgent(t, modelFunc(func(context.Context, shell.ModelRequest) (core.ModelReply, error) {
+				calls++
+				return core.ModelReply{Text: "done"}, nil
+			}))
+			out, err := shell.NewRunner(fs, nil).Start(ctx, ag, "go")
+			if err != nil || out.Status != store.StatusCompleted || out.Answer != "done" {
+				t.Fatalf("the drive: %+v %v", out, err)
+			}
+			if !fs.tripped.Load() || calls != 1 {
+				t.Fatalf("tripped %v, %d model calls; want the acknowledgement lost once and one call", fs.tripped.Load(), calls)
+			}
+			info, err := fs.Run(ctx, out.RunID)
+			if err != nil || info.Status != store.StatusCompleted || info.LastSeq != 2 || info.Lease.Owner != "" {
+				t.Fatalf("the run: %+v %v", info, err)
+			}
+		})
+	}
+}
