@@ -146,8 +146,9 @@ func (s *SQLite) appendStep(ctx context.Context, tx *wtx, l store.Lease, cp stor
 		}
 	}
 	// A user message begins a turn: it updates the run as a change of
-	// status does, whether or not the status changes.
-	if turn := codec.TakesTurn(cp); status != t.Status || turn {
+	// status does, whether or not the status changes; so does an answer
+	// a waiting message keeps running (its answer is the run's).
+	if turn := codec.TakesTurn(cp); store.StatusOf(cp.Action) != t.Status || turn {
 		var answer, reason string
 		var code core.FailCode
 		switch a := cp.Action.(type) {

@@ -254,7 +254,7 @@ func testInboxCompleted(t *testing.T, h Harness) {
 	// answers: the run stays running.
 	post(t, o, "r", "and then?", 2)
 	c.step(t, s, w, core.ModelReply{Text: "answer 2"}, 0) // CheckpointStatus: running
-	if ri := runInfo(t, s, "r"); ri.Status != store.StatusRunning || ri.Turns != 2 {
+	if ri := runInfo(t, s, "r"); ri.Status != store.StatusRunning || ri.Turns != 2 || ri.Answer != "answer 2" {
 		t.Fatalf("an answer while a message waits: %+v", ri)
 	}
 	c.step(t, s, w, core.UserMessage{Content: "and then?"}, 2)
