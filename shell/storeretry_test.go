@@ -3,6 +3,7 @@ package shell_test
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -122,7 +123,7 @@ type lostAckStore struct {
 
 func (s *lostAckStore) CheckpointStatus(ctx context.Context, l store.Lease, cp store.Checkpoint) (store.Status, error) {
 	left, err := s.Store.CheckpointStatus(ctx, l, cp)
-	if err == nil && fmt.Sprintf("%T", cp.Action) == fmt.Sprintf("%T", s.trip) && s.tripped.CompareAndSwap(false, true) {
+	if err == nil && reflect.TypeOf(cp.Action) == reflect.TypeOf(s.trip) && s.tripped.CompareAndSwap(false, true) {
 		return "", fmt.Errorf("checkpoint: %w", syscall.ECONNRESET)
 	}
 	return left, err

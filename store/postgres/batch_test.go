@@ -29,6 +29,16 @@ func queued(t *testing.T, s *Postgres, l store.Lease, cp store.Checkpoint) *step
 	return q
 }
 
+// heldRun creates run id held by owner and returns its lease.
+func heldRun(t *testing.T, s *Postgres, id, owner string) store.Lease {
+	t.Helper()
+	l, err := s.CreateRun(context.Background(), store.NewRun{ID: id, Agent: "x", Initial: synthInitial(id), Owner: owner, LeaseTTL: 3600e9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
 // TestStepBatch (ADR 0038): one batch inserts the steps whose leases hold
 // and whose seqs are free, each by itself, and leaves the others to the
 // single fenced insert, which gives each its own outcome: a lost lease, a
@@ -40,10 +50,7 @@ func TestStepBatch(t *testing.T) {
 	leases := map[string]store.Lease{}
 	synths := map[string]*synth{}
 	for _, id := range []string{"a", "b", "lost", "taken"} {
-		l, err := s.CreateRun(ctx, store.NewRun{ID: id, Agent: "x", Initial: synthInitial(id), Owner: "h/1/x", LeaseTTL: 3600e9})
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := heldRun(t, s, id, "h/1/x")
 		leases[id], synths[id] = l, newSynth(id)
 	}
 	reqs := map[string]*stepReq{}
@@ -71,10 +78,7 @@ func TestStepBatch(t *testing.T) {
 	// sent: each is sent again alone.
 	var failed []*stepReq
 	for _, id := range []string{"c", "d"} {
-		l, err := s.CreateRun(ctx, store.NewRun{ID: id, Agent: "x", Initial: synthInitial(id), Owner: "h/1/x", LeaseTTL: 3600e9})
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := heldRun(t, s, id, "h/1/x")
 		failed = append(failed, queued(t, s, l, newSynth(id).next()))
 	}
 	ended, cancel := context.WithCancel(ctx)
@@ -112,10 +116,7 @@ func TestStepsBatchedUnderLoad(t *testing.T) {
 	errs := make(chan error, runs)
 	for i := range runs {
 		id := fmt.Sprintf("run-%02d", i)
-		l, err := s.CreateRun(ctx, store.NewRun{ID: id, Agent: "x", Initial: synthInitial(id), Owner: "h/1/x", LeaseTTL: 3600e9})
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := heldRun(t, s, id, "h/1/x")
 		wg.Go(func() {
 			g := newSynth(id)
 			for range steps {
@@ -161,10 +162,7 @@ func TestStepBatchTwoWritersOfOneStep(t *testing.T) {
 	ctx := context.Background()
 	for _, holderFirst := range []bool{true, false} {
 		id := fmt.Sprintf("run-%v", holderFirst)
-		old, err := s.CreateRun(ctx, store.NewRun{ID: id, Agent: "x", Initial: synthInitial(id), Owner: "old/1/x", LeaseTTL: 3600e9})
-		if err != nil {
-			t.Fatal(err)
-		}
+		old := heldRun(t, s, id, "old/1/x")
 		cp := newSynth(id).next()
 		lost := queued(t, s, old, cp)
 		// Another worker of this process took the run over.
@@ -218,10 +216,7 @@ func TestStepBatchConnectionLost(t *testing.T) {
 	ctx := context.Background()
 	var batch []*stepReq
 	for _, id := range []string{"e", "f"} {
-		l, err := s.CreateRun(ctx, store.NewRun{ID: id, Agent: "x", Initial: synthInitial(id), Owner: "h/1/x", LeaseTTL: 3600e9})
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := heldRun(t, s, id, "h/1/x")
 		batch = append(batch, queued(t, s, l, newSynth(id).next()))
 	}
 	// Hold run f's row, so that the batch waits for it.
