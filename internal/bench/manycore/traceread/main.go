@@ -2,7 +2,8 @@
 // (BenchmarkConcurrentRuns with -test.trace) and prints where its
 // goroutines waited: over time, how many ran, were runnable (ready, with
 // no processor), were in a system or C call, and how busy the one SQLite
-// writer was in C; how long goroutines stayed runnable; and the writer's
+// writer was in C; how long goroutines stayed runnable, and how much of
+// that the writers a batch's leader woke; and the writer's
 // gaps between two C calls, each a hand-off to another goroutine or a wait
 // of the same one, with what it waited on. See docs/performance.md, "The
 // sixth round".
@@ -53,6 +54,10 @@ type gor struct {
 	state string // its current state
 	since trace.Time
 	log   []string // its transitions since it last left a writer's C call
+	// byWriter: it was made runnable by a goroutine while that one was a
+	// writer (between its first and last C call of a batch, or waking
+	// its batch just after).
+	byWriter bool
 }
 
 // slot is one line of the timeline: goroutine-time in each state, and
@@ -75,7 +80,9 @@ type analysis struct {
 	lastWriterEnd     trace.Time
 	readied           int // goroutines the last writer readied since its last C call
 	gaps              []gap
-	gapLines          []string
+	// runnable time in all, and of goroutines the writer made runnable
+	runnableTotal, byWriter time.Duration
+	gapLines                []string
 }
 
 type gap struct {
@@ -180,7 +187,16 @@ func (a *analysis) goroutine(ev trace.Event, st trace.StateTransition) {
 		a.gs[id] = g
 	}
 	if g.state == trace.GoRunnable.String() {
-		a.runnableSpells = append(a.runnableSpells, time.Duration(now-g.since))
+		d := time.Duration(now - g.since)
+		a.runnableSpells = append(a.runnableSpells, d)
+		if g.byWriter {
+			a.byWriter += d
+		}
+		a.runnableTotal += d
+	}
+	if to == trace.GoRunnable {
+		by := ev.Goroutine()
+		g.byWriter = by != trace.NoGoroutine && by != id && by == a.lastWriter && now-a.lastWriterEnd < trace.Time(time.Millisecond)
 	}
 	if g.log != nil && to != trace.GoSyscall {
 		g.log = append(g.log, fmt.Sprintf("%s %v -> %s%s", g.state, time.Duration(now-g.since), to, where(st.Stack)))
@@ -259,6 +275,7 @@ func (a *analysis) report(w io.Writer) {
 		l := a.runnableSpells
 		slices.Sort(l)
 		fmt.Fprintf(w, "\nrunnable spells: %d, p50 %v, p90 %v, p99 %v, max %v\n", n, l[n/2], l[n*9/10], l[n*99/100], l[n-1])
+		fmt.Fprintf(w, "runnable time: %v, of goroutines the writer woke (within 1ms of its last C call) %v\n", a.runnableTotal.Round(time.Millisecond), a.byWriter.Round(time.Millisecond))
 	}
 	var hist [5]int
 	var long time.Duration
