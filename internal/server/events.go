@@ -30,8 +30,14 @@ type hub struct {
 	// calling holds the "calling" event of each run whose model call is in
 	// flight, until the run's next event that is not live.
 	calling map[string]shell.Event
-	closed  chan struct{}
-	once    sync.Once
+	// drives holds, for each run a worker here drives, the number of its
+	// drive (began), so that the end of a drive that another took over
+	// meanwhile (the run ended, a message came, another worker took it)
+	// leaves the new drive's "calling" event alone.
+	drives map[string]uint64
+	last   uint64 // the number of the last drive begun
+	closed chan struct{}
+	once   sync.Once
 }
 
 // subscriber is one stream of a run: woken when the run changed, with the
@@ -49,13 +55,21 @@ type subscriber struct {
 const maxLive = 4096
 
 func newHub() *hub {
-	return &hub{subs: map[string]map[*subscriber]bool{}, calling: map[string]shell.Event{}, closed: make(chan struct{})}
+	return &hub{subs: map[string]map[*subscriber]bool{}, calling: map[string]shell.Event{}, drives: map[string]uint64{},
+		closed: make(chan struct{})}
 }
 
 // Event implements shell.Observer.
 func (h *hub) Event(e shell.Event) {
 	if !isLive(e) {
-		h.driven(e.RunID) // the call, if any, is over
+		// The call, if any, is over, unless this is a step before it:
+		// the last event of a drive that ended as another began.
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if c, ok := h.calling[e.RunID]; ok && e.Seq >= c.Seq {
+			delete(h.calling, e.RunID)
+		}
+		h.pokeLocked(e.RunID)
 		return
 	}
 	h.mu.Lock()
@@ -112,17 +126,43 @@ func (sub *subscriber) putBack(events []shell.Event) {
 func (h *hub) notify(runID string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for sub := range h.subs[runID] {
-		sub.poke()
-	}
+	h.pokeLocked(runID)
 }
 
 // driven tells the streams of a run that it changed with no model call in
-// flight here: a step, or this server stopped driving it.
+// flight here: a worker here took it and gave it up without driving it.
 func (h *hub) driven(runID string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.calling, runID)
+	h.pokeLocked(runID)
+}
+
+// began records that a worker here begins to drive the run, and returns
+// the drive's number for ended.
+func (h *hub) began(runID string) uint64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.last++
+	h.drives[runID] = h.last
+	return h.last
+}
+
+// ended tells the streams of a run that drive n of it ended: no model call
+// of it is in flight any more, unless another drive of the run began since
+// (then the call in flight, if any, is that one's).
+func (h *hub) ended(runID string, n uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.drives[runID] == n {
+		delete(h.drives, runID)
+		delete(h.calling, runID)
+	}
+	h.pokeLocked(runID)
+}
+
+// pokeLocked wakes the streams of a run; h.mu is held.
+func (h *hub) pokeLocked(runID string) {
 	for sub := range h.subs[runID] {
 		sub.poke()
 	}

@@ -132,7 +132,7 @@ func (s *Server) work(i int) {
 
 // driveCreated drives a run handed over at its creation.
 func (s *Server) driveCreated(h heldRun) {
-	defer s.hub.driven(h.c.ID)
+	defer s.hub.ended(h.c.ID, s.hub.began(h.c.ID))
 	out, err := s.runner.Pool().DriveCreated(s.workCtx, h.ag, h.c, s.stop)
 	s.logDrive(h.c.ID, out, err)
 }
@@ -217,7 +217,7 @@ func (s *Server) leaseTTL() time.Duration {
 // drive drives a run whose lease l it holds with the agent the run
 // recorded (info, read after the lease was taken).
 func (s *Server) drive(l store.Lease, acquired time.Time, info store.RunInfo) {
-	defer s.hub.driven(l.RunID)
+	defer s.hub.ended(l.RunID, s.hub.began(l.RunID))
 	ag, _, err := s.agents.bySource(info.Config)
 	if err != nil {
 		// Its agent does not load here (a file moved, a variable
