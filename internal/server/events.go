@@ -129,15 +129,6 @@ func (h *hub) notify(runID string) {
 	h.pokeLocked(runID)
 }
 
-// driven tells the streams of a run that it changed with no model call in
-// flight here: a worker here took it and gave it up without driving it.
-func (h *hub) driven(runID string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	delete(h.calling, runID)
-	h.pokeLocked(runID)
-}
-
 // began records that a worker here begins to drive the run, and returns
 // the drive's number for ended.
 func (h *hub) began(runID string) uint64 {

@@ -179,13 +179,13 @@ func (s *Server) claim(i int) {
 		info, err := s.cfg.Store.Run(s.workCtx, l.RunID)
 		if errors.Is(err, store.ErrCorrupt) {
 			s.unreadable(l, err)
-			s.hub.driven(l.RunID)
+			s.hub.notify(l.RunID)
 			continue
 		}
 		if err != nil {
 			s.logf("run %s: %v", l.RunID, err)
 			_ = s.cfg.Store.Release(context.WithoutCancel(s.workCtx), l)
-			s.hub.driven(l.RunID)
+			s.hub.notify(l.RunID)
 			continue
 		}
 		s.drive(l, acquired, info)

@@ -51,7 +51,7 @@ func main() {
 
 // gor is what is known of one goroutine.
 type gor struct {
-	state string // its current state
+	state trace.GoState // its current state
 	since trace.Time
 	log   []string // its transitions since it last left a writer's C call
 	// byWriter: it was made runnable by a goroutine while that one was a
@@ -186,7 +186,7 @@ func (a *analysis) goroutine(ev trace.Event, st trace.StateTransition) {
 		g = &gor{}
 		a.gs[id] = g
 	}
-	if g.state == trace.GoRunnable.String() {
+	if g.state == trace.GoRunnable {
 		d := time.Duration(now - g.since)
 		a.runnableSpells = append(a.runnableSpells, d)
 		if g.byWriter {
@@ -211,7 +211,7 @@ func (a *analysis) goroutine(ev trace.Event, st trace.StateTransition) {
 	if to == trace.GoSyscall && a.inStack(st.Stack) {
 		a.inWriter[id] = now
 	}
-	g.state, g.since = to.String(), now
+	g.state, g.since = to, now
 }
 
 // writerEnded records the gap before a writer's C call from t0 to t1.
