@@ -10,7 +10,8 @@ all: build
 build: bin/stepwise
 	$(GO) build ./...
 
-## test: vet; the library without cgo (core, shell, the store contract, PostgreSQL);
+## test: vet; the library without cgo (core, shell, the store contract, PostgreSQL),
+## for Linux, macOS and FreeBSD;
 ## whether a PostgreSQL server answers, whether node and Chromium are there for
 ## the inspector's browser test, node and typescript for the TypeScript client's
 ## tests, and python3 for the Python clients' tests (a loud notice when not: those
@@ -19,7 +20,7 @@ build: bin/stepwise
 ## then every test with the race detector (fuzz corpora run as tests).
 test:
 	$(GO) vet ./...
-	CGO_ENABLED=0 $(GO) build ./core/... ./shell/... ./store ./store/postgres
+	for os in linux darwin freebsd; do CGO_ENABLED=0 GOOS=$$os $(GO) build ./core/... ./shell/... ./store ./store/postgres || exit 1; done
 	$(GO) run ./internal/pgtest/pgcheck
 	@sh internal/server/testdata/browser/check.sh
 	@command -v python3 >/dev/null 2>&1 || { echo '!!! PYTHON CLIENTS NOT TESTED: python3 is missing; TestPythonPackage, TestPythonClient and TestPythonChat will SKIP (apt-get install python3).' >&2; [ "$${STEPWISE_REQUIRE_PYTHON:-}" != 1 ] || exit 1; }

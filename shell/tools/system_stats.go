@@ -84,8 +84,10 @@ func (t *systemStats) Run(ctx context.Context, call core.ToolCall, _ shell.RunCo
 	if err := syscall.Statfs(t.opts.Disk, &fs); err != nil {
 		return failf(call, "disk %s: %v", t.opts.Disk, err)
 	}
-	diskTotal := fs.Blocks * uint64(fs.Bsize)
-	diskFree := fs.Bavail * uint64(fs.Bsize)
+	// The fields' types differ between systems (Bavail is signed on
+	// FreeBSD, where root's reserve can make it negative).
+	diskTotal := uint64(fs.Blocks) * uint64(fs.Bsize)
+	diskFree := uint64(max(int64(fs.Bavail), 0)) * uint64(fs.Bsize)
 	out := fmt.Sprintf("cpu=%.1f%% memory=%.1f%% disk=%.1f%% memory_total=%s disk_total=%s",
 		cpu, percent(memTotal-memAvail, memTotal), percent(diskTotal-diskFree, diskTotal), bytesText(memTotal), bytesText(diskTotal))
 	return core.ToolResult{CallID: call.ID, Output: out}
