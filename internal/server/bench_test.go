@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/metrics"
 	"sort"
 	"strings"
 	"sync"
@@ -243,6 +244,13 @@ func (e *ended) Event(ev shell.Event) {
 	}
 }
 
+// allocated is the bytes the process's heap allocated so far.
+func allocated() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
 // cpuTime is the process's user and system CPU time so far.
 func cpuTime(b *testing.B) time.Duration {
 	var ru syscall.Rusage
@@ -278,7 +286,7 @@ root = "."
 		ids := make([]string, runs)
 		var wg sync.WaitGroup
 		sem := make(chan struct{}, 32)
-		cpu0 := cpuTime(b)
+		cpu0, alloc0 := cpuTime(b), allocated()
 		t0 := time.Now()
 		for i := range runs {
 			if every > 0 {
@@ -301,7 +309,7 @@ root = "."
 		case <-time.After(5 * time.Minute):
 			b.Fatalf("%d of %d runs ended after 5 minutes", done.seen, runs)
 		}
-		cpu2 := cpuTime(b)
+		cpu2, alloc2 := cpuTime(b), allocated()
 		done.mu.Lock()
 		t2 := done.last
 		done.mu.Unlock()
@@ -358,6 +366,7 @@ root = "."
 		b.ReportMetric(ms(wall), "wall-ms")
 		b.ReportMetric(float64(steps)/wall.Seconds(), "steps/s")
 		b.ReportMetric(us(cpu2-cpu0)/float64(steps), "cpu-us/step")
+		b.ReportMetric(float64(alloc2-alloc0)/float64(steps), "alloc-B/step")
 		if after := t2.Sub(t1); stepsAfter > 0 && after > 0 {
 			b.ReportMetric(float64(stepsAfter)/after.Seconds(), "steps/s-after-create")
 			b.ReportMetric(us(cpu2-cpu1)/float64(stepsAfter), "cpu-us/step-after-create")
