@@ -7,12 +7,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 )
 
 // maxLinks bounds the symlinks followed while resolving one path.
 const maxLinks = 40
 
-// confined is a root directory opened for one call. Paths are first
+// confined is a root directory as one call sees it. Paths are first
 // resolved and checked here, for clear errors; every access then goes
 // through an os.Root, which refuses escapes by construction (also when the
 // tree changes between the check and the access).
@@ -22,20 +24,54 @@ type confined struct {
 	real string // abs with its symlinks resolved, once resolve needed it
 }
 
-// openConfined opens dir as the root of one call.
-func openConfined(dir string) (*confined, error) {
-	if dir == "" {
+// rootDir is the root directory of the file tools of one Files call, held
+// open between calls: opening it costs a call several system calls, and
+// read_file is among an agent's most frequent tools. Every call still
+// looks the directory up by its path, so that a root removed, or replaced
+// by another directory, is seen at once, as when every call opened it.
+type rootDir struct {
+	dir string // as configured
+
+	mu   sync.Mutex
+	abs  string
+	root *os.Root   // nil until a call opened it; closed by its finalizer once dropped
+	info fs.FileInfo // the directory root holds, to tell it from one put in its place
+}
+
+// open returns the root for one call.
+func (d *rootDir) open() (*confined, error) {
+	if d.dir == "" {
 		return nil, errors.New("no root directory is configured")
 	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return nil, err
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.abs == "" {
+		abs, err := filepath.Abs(d.dir)
+		if err != nil {
+			return nil, err
+		}
+		d.abs = abs
 	}
-	r, err := os.OpenRoot(abs)
+	fi, err := os.Stat(d.abs)
 	if err != nil {
 		return nil, fmt.Errorf("the root directory is unusable: %v", errText(err))
 	}
-	return &confined{root: r, abs: abs}, nil
+	if d.root == nil || !os.SameFile(fi, d.info) {
+		r, err := os.OpenRoot(d.abs)
+		if err != nil {
+			return nil, fmt.Errorf("the root directory is unusable: %v", errText(err))
+		}
+		// The directory opened, which may differ from the one just
+		// looked up if it was replaced in between.
+		info, err := r.Stat(".")
+		if err != nil {
+			r.Close()
+			return nil, fmt.Errorf("the root directory is unusable: %v", errText(err))
+		}
+		// A root another call still uses is left to its finalizer.
+		d.root, d.info = r, info
+	}
+	return &confined{root: d.root, abs: d.abs}, nil
 }
 
 // openLocal opens p straight through the root when it can: a clean
@@ -48,14 +84,21 @@ func (c *confined) openLocal(p string) *os.File {
 	if p == "" || filepath.IsAbs(p) || !filepath.IsLocal(p) {
 		return nil
 	}
-	f, err := c.root.Open(filepath.Clean(p))
+	f, err := c.open(filepath.Clean(p))
 	if err != nil {
 		return nil
 	}
 	return f
 }
 
-func (c *confined) Close() error { return c.root.Close() }
+// open opens rel, a path resolve returned, for reading. Non-blocking:
+// opening a FIFO for reading would otherwise wait for a writer, and a call
+// that meets one says it is not a regular file. It also spares the runtime
+// setting the mode and clearing it again on every open (a regular file's
+// reads ignore it).
+func (c *confined) open(rel string) (*os.File, error) {
+	return c.root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+}
 
 // resolve maps a path given by the model to a clean path relative to the
 // root with every existing symlink resolved ("." is the root itself). It

@@ -56,7 +56,11 @@ func (o FilesOptions) validate() error {
 // Files returns read_file, write_file and list_files, in that order, all
 // confined to opts.Root. A missing or unusable root is reported by every
 // call. All three are idempotent (write_file replaces the whole file).
+// They share the root directory, held open between calls (one descriptor,
+// closed once the tools are dropped) and looked up again by its path on
+// every call, so a root moved, removed or replaced is noticed at once.
 func Files(opts FilesOptions) []shell.Tool {
 	o := opts.withDefaults()
-	return []shell.Tool{readFile{o}, writeFile{o}, listFiles{o}}
+	root := &rootDir{dir: o.Root}
+	return []shell.Tool{readFile{o, root}, writeFile{o, root}, listFiles{o, root}}
 }

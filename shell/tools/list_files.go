@@ -13,7 +13,10 @@ import (
 	"github.com/stepwise-agent/stepwise/shell"
 )
 
-type listFiles struct{ opts FilesOptions }
+type listFiles struct {
+	opts FilesOptions
+	root *rootDir
+}
 
 func (t listFiles) Spec() core.Tool {
 	return core.Tool{
@@ -41,11 +44,10 @@ func (t listFiles) Run(ctx context.Context, call core.ToolCall, _ shell.RunConte
 	if err := decodeArgs(call, &a); err != nil {
 		return failf(call, "%v", err)
 	}
-	c, err := openConfined(t.opts.Root)
+	c, err := t.root.open()
 	if err != nil {
 		return failf(call, "%v", err)
 	}
-	defer c.Close()
 	rel, err := c.resolve(a.Path)
 	if err != nil {
 		return failf(call, "%v", err)

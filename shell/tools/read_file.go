@@ -12,7 +12,10 @@ import (
 	"github.com/stepwise-agent/stepwise/shell"
 )
 
-type readFile struct{ opts FilesOptions }
+type readFile struct {
+	opts FilesOptions
+	root *rootDir
+}
 
 func (t readFile) Spec() core.Tool {
 	return core.Tool{
@@ -43,18 +46,17 @@ func (t readFile) Run(ctx context.Context, call core.ToolCall, _ shell.RunContex
 	if err := ctx.Err(); err != nil {
 		return interrupted(call, err)
 	}
-	c, err := openConfined(t.opts.Root)
+	c, err := t.root.open()
 	if err != nil {
 		return failf(call, "%v", err)
 	}
-	defer c.Close()
 	f := c.openLocal(a.Path)
 	if f == nil {
 		rel, err := c.resolve(a.Path)
 		if err != nil {
 			return failf(call, "%v", err)
 		}
-		if f, err = c.root.Open(rel); err != nil {
+		if f, err = c.open(rel); err != nil {
 			return failf(call, "%s: %v", a.Path, errText(err))
 		}
 	}

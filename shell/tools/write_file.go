@@ -11,7 +11,10 @@ import (
 	"github.com/stepwise-agent/stepwise/shell"
 )
 
-type writeFile struct{ opts FilesOptions }
+type writeFile struct {
+	opts FilesOptions
+	root *rootDir
+}
 
 func (t writeFile) Spec() core.Tool {
 	return core.Tool{
@@ -44,11 +47,10 @@ func (t writeFile) Run(ctx context.Context, call core.ToolCall, _ shell.RunConte
 	if err := ctx.Err(); err != nil {
 		return interrupted(call, err)
 	}
-	c, err := openConfined(t.opts.Root)
+	c, err := t.root.open()
 	if err != nil {
 		return failf(call, "%v", err)
 	}
-	defer c.Close()
 	rel, err := c.resolve(a.Path)
 	if err != nil {
 		return failf(call, "%v", err)
