@@ -34,7 +34,7 @@ type rootDir struct {
 
 	mu   sync.Mutex
 	abs  string
-	root *os.Root   // nil until a call opened it; closed by its finalizer once dropped
+	root *os.Root    // nil until a call opened it; closed by its finalizer once dropped
 	info fs.FileInfo // the directory root holds, to tell it from one put in its place
 }
 
