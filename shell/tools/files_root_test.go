@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"sync"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stepwise-agent/stepwise/core"
+	"github.com/stepwise-agent/stepwise/shell"
 )
 
 // The file tools hold their root open between calls, yet every call sees
@@ -118,5 +120,23 @@ func TestFilesRootConcurrent(t *testing.T) {
 	close(errs)
 	for e := range errs {
 		t.Errorf("a concurrent read got %q", e)
+	}
+}
+
+// BenchmarkReadFile: one read_file call of a short file, the root held
+// open between calls (docs/performance.md).
+func BenchmarkReadFile(b *testing.B) {
+	root := b.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "note.txt"), []byte("a note of a few words\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	read := Files(FilesOptions{Root: root})[0]
+	call := core.ToolCall{ID: "c1", Name: "read_file", Args: []byte(fileArgs("path", "note.txt"))}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if res := read.Run(ctx, call, shell.RunContext{}); res.Error != "" {
+			b.Fatal(res.Error)
+		}
 	}
 }
