@@ -20,7 +20,7 @@ build: bin/stepwise
 ## then every test with the race detector (fuzz corpora run as tests).
 test:
 	$(GO) vet ./...
-	for os in linux darwin freebsd; do CGO_ENABLED=0 GOOS=$$os $(GO) build ./core/... ./shell/... ./store ./store/postgres || exit 1; done
+	for os in linux darwin freebsd openbsd netbsd; do CGO_ENABLED=0 GOOS=$$os $(GO) build ./core/... ./shell/... ./store ./store/postgres || exit 1; done
 	$(GO) run ./internal/pgtest/pgcheck
 	@sh internal/server/testdata/browser/check.sh
 	@command -v python3 >/dev/null 2>&1 || { echo '!!! PYTHON CLIENTS NOT TESTED: python3 is missing; TestPythonPackage, TestPythonClient and TestPythonChat will SKIP (apt-get install python3).' >&2; [ "$${STEPWISE_REQUIRE_PYTHON:-}" != 1 ] || exit 1; }

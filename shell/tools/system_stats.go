@@ -6,7 +6,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/stepwise-agent/stepwise/core"
@@ -80,14 +79,10 @@ func (t *systemStats) Run(ctx context.Context, call core.ToolCall, _ shell.RunCo
 	if err != nil {
 		return failf(call, "%v", err)
 	}
-	var fs syscall.Statfs_t
-	if err := syscall.Statfs(t.opts.Disk, &fs); err != nil {
+	diskTotal, diskFree, err := diskSpace(t.opts.Disk)
+	if err != nil {
 		return failf(call, "disk %s: %v", t.opts.Disk, err)
 	}
-	// The fields' types differ between systems (Bavail is signed on
-	// FreeBSD, where root's reserve can make it negative).
-	diskTotal := uint64(fs.Blocks) * uint64(fs.Bsize)
-	diskFree := uint64(max(int64(fs.Bavail), 0)) * uint64(fs.Bsize)
 	out := fmt.Sprintf("cpu=%.1f%% memory=%.1f%% disk=%.1f%% memory_total=%s disk_total=%s",
 		cpu, percent(memTotal-memAvail, memTotal), percent(diskTotal-diskFree, diskTotal), bytesText(memTotal), bytesText(diskTotal))
 	return core.ToolResult{CallID: call.ID, Output: out}
