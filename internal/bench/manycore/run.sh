@@ -4,7 +4,7 @@
 # step, from what pack.sh packed into PACKDIR: BenchmarkConcurrentRuns
 # (runs=1000) at GOMAXPROCS 1, 2, 4, 8 and the host's cores, interleaved;
 # its CPU, block and mutex profiles and an execution trace at all cores;
-# BenchmarkArrivingRuns; then a PostgreSQL server of its own (port
+# BenchmarkCreateClients at all cores; BenchmarkArrivingRuns; then a PostgreSQL server of its own (port
 # $PGPORT, default 5432, run as nobody) for BenchmarkConcurrentRunsPostgres
 # and BenchmarkServersOnPostgres. Every benchmark line goes to
 # OUTDIR/log.txt, prefixed with its GOMAXPROCS. ROUNDS (5) and PGROUNDS
@@ -43,6 +43,8 @@ done
 log "SQLite: profiles at GOMAXPROCS $n"
 bench "$n" 'ConcurrentRuns$/runs=1000$' 4x -test.cpuprofile "$out/cpu.prof" -test.blockprofile "$out/block.prof" -test.mutexprofile "$out/mutex.prof"
 bench "$n" 'ConcurrentRuns$/runs=1000$' 1x -test.trace /tmp/trace.out && gzip -c /tmp/trace.out >"$out/trace.out.gz"
+log "SQLite: CreateClients (fewer creates at once), 2 rounds"
+for _ in 1 2; do bench "$n" 'CreateClients' 1x; done
 log "SQLite: ArrivingRuns"
 for _ in 1 2; do for p in 2 "$n"; do bench "$p" 'ArrivingRuns/rate=(1000|2000)$' 1x; done; done
 
