@@ -30,35 +30,37 @@ type confined struct {
 // looks the directory up by its path, so that a root removed, or replaced
 // by another directory, is seen at once, as when every call opened it.
 type rootDir struct {
-	dir string // as configured
-
-	mu   sync.Mutex
-	abs  string
-	root *os.Root    // nil until a call opened it; closed by its finalizer once dropped
-	info fs.FileInfo // the directory root holds, to tell it from one put in its place
+	dir  string                 // as configured
+	abs  func() (string, error) // dir made absolute, once
+	mu   sync.Mutex             // guards root and info
+	root *os.Root               // nil until a call opened it; closed by its finalizer once dropped
+	info fs.FileInfo            // the directory root holds, to tell it from one put in its place
 }
 
-// open returns the root for one call.
+func newRootDir(dir string) *rootDir {
+	return &rootDir{dir: dir, abs: sync.OnceValues(func() (string, error) { return filepath.Abs(dir) })}
+}
+
+// open returns the root for one call. No lock is held across a system
+// call: calls at once look the path up at once.
 func (d *rootDir) open() (*confined, error) {
 	if d.dir == "" {
 		return nil, errors.New("no root directory is configured")
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.abs == "" {
-		abs, err := filepath.Abs(d.dir)
-		if err != nil {
-			return nil, err
-		}
-		d.abs = abs
+	abs, err := d.abs()
+	if err != nil {
+		return nil, err
 	}
-	fi, err := os.Stat(d.abs)
+	fi, err := os.Stat(abs)
 	if err != nil {
 		return nil, fmt.Errorf("the root directory is unusable: %v", errText(err))
 	}
-	if d.root == nil || !os.SameFile(fi, d.info) {
-		r, err := os.OpenRoot(d.abs)
-		if err != nil {
+	d.mu.Lock()
+	r := d.root
+	same := r != nil && os.SameFile(fi, d.info)
+	d.mu.Unlock()
+	if !same {
+		if r, err = os.OpenRoot(abs); err != nil {
 			return nil, fmt.Errorf("the root directory is unusable: %v", errText(err))
 		}
 		// The directory opened, which may differ from the one just
@@ -68,10 +70,13 @@ func (d *rootDir) open() (*confined, error) {
 			r.Close()
 			return nil, fmt.Errorf("the root directory is unusable: %v", errText(err))
 		}
-		// A root another call still uses is left to its finalizer.
+		// The root it replaces, which another call may still use, is
+		// left to its finalizer.
+		d.mu.Lock()
 		d.root, d.info = r, info
+		d.mu.Unlock()
 	}
-	return &confined{root: d.root, abs: d.abs}, nil
+	return &confined{root: r, abs: abs}, nil
 }
 
 // openLocal opens p straight through the root when it can: a clean

@@ -58,9 +58,11 @@ func (o FilesOptions) validate() error {
 // call. All three are idempotent (write_file replaces the whole file).
 // They share the root directory, held open between calls (one descriptor,
 // closed once the tools are dropped) and looked up again by its path on
-// every call, so a root moved, removed or replaced is noticed at once.
+// every call, so a root moved, removed or replaced is noticed at once. A
+// relative root is made absolute at the first call, against the working
+// directory then.
 func Files(opts FilesOptions) []shell.Tool {
 	o := opts.withDefaults()
-	root := &rootDir{dir: o.Root}
+	root := newRootDir(o.Root)
 	return []shell.Tool{readFile{o, root}, writeFile{o, root}, listFiles{o, root}}
 }
