@@ -12,6 +12,11 @@ import (
 // random moments, many times. After each kill the store reopens with a
 // consistent prefix of the run: every step the child reported committed is
 // there, the steps are contiguous, and each loads and equals what was saved.
+// Every other child is killed at a random moment after it started (while it
+// opens the store, migrates it, creates or takes over the run, or appends);
+// the others at a random moment after they hold the run and reach its
+// first new step, so that the children append steps however long a loaded
+// machine takes to start them.
 func TestCrashSafety(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns processes")
@@ -24,8 +29,17 @@ func TestCrashSafety(t *testing.T) {
 		cmd, out := helperProcess(t, "append-forever", "STORE_PATH="+path, "STORE_RUN=crash")
 		var mu sync.Mutex
 		var committed []int
-		done := make(chan struct{})
-		go func() { readLines(out, &committed, &mu); close(done) }()
+		done, ready := make(chan struct{}), make(chan struct{})
+		go func() { readLines(out, &committed, &mu, ready); close(done) }()
+		if i%2 == 1 {
+			select {
+			case <-ready:
+			case <-done:
+				t.Fatalf("kill %d: the child ended before it held the run", i)
+			case <-time.After(time.Minute):
+				t.Fatalf("kill %d: the child did not hold the run within a minute", i)
+			}
+		}
 		time.Sleep(time.Duration(20+rng.IntN(200)) * time.Millisecond)
 		if err := cmd.Process.Kill(); err != nil {
 			t.Fatal(err)

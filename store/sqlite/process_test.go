@@ -130,7 +130,10 @@ func helperAppendForever(path, id string) error {
 	}
 	return synthRun(id, 1<<30, func(cp store.Checkpoint) error {
 		if cp.Seq <= last {
-			return nil
+			return nil // written by an earlier child
+		}
+		if cp.Seq == last+1 {
+			fmt.Println("ready") // holding the run, at its first new step
 		}
 		if err := s.Checkpoint(ctx, l, cp); err != nil {
 			return err
@@ -204,9 +207,13 @@ func verifyRun(t *testing.T, s *SQLite, id string) int {
 	return seen - 1
 }
 
-func readLines(r io.Reader, into *[]int, mu *sync.Mutex) {
+func readLines(r io.Reader, into *[]int, mu *sync.Mutex, ready chan<- struct{}) {
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
+		if sc.Text() == "ready" {
+			close(ready)
+			continue
+		}
 		if n, err := strconv.Atoi(sc.Text()); err == nil {
 			mu.Lock()
 			*into = append(*into, n)
