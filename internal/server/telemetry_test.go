@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stepwise-agent/stepwise/internal/otlptest"
 	"github.com/stepwise-agent/stepwise/shell"
@@ -47,8 +48,15 @@ func TestServedRunsAreTraced(t *testing.T) {
 	r.json(t, &run)
 	want(t, f.do("POST", "/v1/runs/"+run.ID+"/results", `[{"tool_call_id": "call_approve", "result": "approved"}]`), http.StatusOK)
 	f.waitFor(run.ID, "completed")
-	if err := tp.ForceFlush(context.Background()); err != nil {
-		t.Fatal(err)
+	// The run's span ends with its drive, just after the step that
+	// completed it was stored (which waitFor saw): flush until it is in.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if err := tp.ForceFlush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if len(rcv.Spans()) >= 4 || time.Now().After(deadline) {
+			break
+		}
 	}
 	live := map[string]otlptest.Span{}
 	for _, sp := range rcv.Spans() {
