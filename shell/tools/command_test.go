@@ -100,10 +100,10 @@ func TestCommandFailures(t *testing.T) {
 	wantError(t, run(t, quiet, `{}`), "exited with status 1:\nonly stdout")
 
 	pidFile := filepath.Join(t.TempDir(), "pid")
-	slow := mustCommand(t, CommandSpec{Name: "slow", Timeout: 300 * time.Millisecond,
+	slow := mustCommand(t, CommandSpec{Name: "slow", Timeout: 2 * time.Second, // time to write the pid, even on a loaded machine
 		Argv: []string{"bash", "-c", `sleep 30 & echo pid=$! > "$1"; wait`, "_", pidFile}})
 	start := time.Now()
-	wantError(t, run(t, slow, `{}`), "timed out after 300ms; it and every process it started were killed")
+	wantError(t, run(t, slow, `{}`), "timed out after 2s; it and every process it started were killed")
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("took %s", d)
 	}

@@ -19,12 +19,14 @@ func bashSpec(t *testing.T, script string, timeout time.Duration) procSpec {
 func TestRunProcessKillsGroupOnTimeout(t *testing.T) {
 	t.Parallel()
 	start := time.Now()
-	res := runProcess(context.Background(), bashSpec(t, `sleep 30 & echo pid=$!; sleep 30`, 300*time.Millisecond))
+	// Long enough for a loaded machine to start the shell and print the
+	// pid before the timeout kills it.
+	res := runProcess(context.Background(), bashSpec(t, `sleep 30 & echo pid=$!; sleep 30`, 2*time.Second))
 	if !res.timedOut {
 		t.Fatalf("want timedOut, got %+v", res)
 	}
 	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("took %s after a 300ms timeout", d)
+		t.Errorf("took %s after a 2s timeout", d)
 	}
 	waitGone(t, pidIn(t, string(res.stdout.buf)))
 }
@@ -45,7 +47,7 @@ func TestRunProcessKillsBackgroundChildAfterExit(t *testing.T) {
 func TestRunProcessCancel(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(200*time.Millisecond, cancel)
+	time.AfterFunc(time.Second, cancel) // after the shell printed its pid, even on a loaded machine
 	res := runProcess(ctx, bashSpec(t, `echo pid=$$; sleep 30`, 10*time.Second))
 	if res.ctxErr == nil || res.timedOut {
 		t.Fatalf("want ctxErr, got %+v", res)
