@@ -212,8 +212,8 @@ func BenchmarkConcurrentRunsPostgres(b *testing.B) {
 // progress at once leave more of the CPU to the steps of the runs already
 // going (their p99), and make the writer's batches smaller (its CPU per
 // step). On two cores, 2 clients put the p99 after pickup under 10 ms at
-// half again the CPU per step (docs/performance.md, the seventh and eighth
-// rounds); internal/bench/manycore/run.sh measures it on many cores.
+// nearly twice the CPU per step (docs/performance.md, the eighth round);
+// internal/bench/manycore/run.sh measures it on many cores.
 func BenchmarkCreateClients(b *testing.B) {
 	for _, clients := range []int{2, 4, 8, 16} {
 		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) { concurrentRuns(b, 1000, clients, 0, nil) })
